@@ -1,0 +1,5 @@
+import sys
+
+from rewardgym.cli.main import main
+
+sys.exit(main())

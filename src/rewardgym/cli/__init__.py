@@ -1,0 +1,1 @@
+"""The ``gym`` command-line interface."""
