@@ -1,0 +1,1 @@
+"""Rollout collection: materialization, concurrent dispatch with retries, resume, aggregate metrics."""

@@ -1,0 +1,106 @@
+"""Aggregate metrics over *persisted* rollouts, computed by each agent's ``/aggregate_metrics``.
+
+Each rollout is sent stripped of its bulky parts (``response`` except ``response.usage``,
+``responses_create_params``, trajectories), grouped by ``agent_ref.name``. The answers are written to
+``<stem>_aggregate_metrics.json`` as a list of ``{agent_ref, agent_metrics, key_metrics,
+group_level_metrics}`` (NeMo Gym's shape, indented).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from rewardgym.errors import ServerError
+from rewardgym.io.jsonl import atomic_write_bytes, read_jsonl_tolerant
+from rewardgym.protocol import keys
+
+_DROPPED = frozenset(
+    {
+        keys.RESPONSE,
+        keys.RESPONSES_CREATE_PARAMS,
+        "ng_agent_observations",
+        "ng_model_call_capture",
+        "ng_trajectory",
+    }
+)
+
+
+def strip_for_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a rollout that aggregate metrics read (NeMo Gym keeps only ``response.usage``)."""
+    slim = {k: v for k, v in result.items() if k not in _DROPPED}
+    response = result.get(keys.RESPONSE)
+    if isinstance(response, Mapping) and response.get("usage") is not None:
+        slim[keys.RESPONSE] = {"usage": response["usage"]}
+    return slim
+
+
+def group_by_agent(paths: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
+    """Persisted rollouts of all ``paths``, stripped and sorted by key, grouped per agent name."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for path in paths:
+        rows, _ = read_jsonl_tolerant(path, what="Rollouts file")
+        for row in rows:
+            ref = row.get(keys.AGENT_REF)
+            name = ref.get("name") if isinstance(ref, Mapping) else None
+            if isinstance(name, str):
+                groups.setdefault(name, []).append(strip_for_metrics(row))
+    for rows in groups.values():
+        rows.sort(key=lambda r: (r.get(keys.TASK_INDEX, 0), r.get(keys.ROLLOUT_INDEX, 0)))
+    return dict(sorted(groups.items()))
+
+
+async def compute_aggregate_metrics(
+    groups: Mapping[str, list[dict[str, Any]]], agent_urls: Mapping[str, str], *, timeout_s: float = 600.0
+) -> list[dict[str, Any]]:
+    """Ask each agent for its metrics; an unreachable or failing agent is a clear :class:`ServerError`."""
+    entries: list[dict[str, Any]] = []
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as session:
+        for agent, rows in groups.items():
+            url = agent_urls.get(agent)
+            if url is None:
+                raise ServerError(f"cannot compute aggregate metrics: no running agent named {agent!r}")
+            body = orjson.dumps({"verify_responses": rows})
+            try:
+                async with session.post(
+                    url.rstrip("/") + "/aggregate_metrics",
+                    data=body,
+                    headers={"Content-Type": "application/json"},
+                ) as response:
+                    payload = await response.read()
+                    if response.status >= 300:
+                        text = payload.decode("utf-8", errors="replace")[:300]
+                        raise ServerError(
+                            f"agent {agent!r} /aggregate_metrics answered HTTP {response.status}: {text}"
+                        )
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise ServerError(
+                    f"agent {agent!r} /aggregate_metrics failed: {type(exc).__name__}: {exc}"
+                ) from None
+            metrics = orjson.loads(payload)
+            entries.append(
+                {
+                    "agent_ref": {"name": agent},
+                    "agent_metrics": metrics.get("agent_metrics", {}),
+                    "key_metrics": metrics.get("key_metrics", {}),
+                    "group_level_metrics": metrics.get("group_level_metrics", []),
+                }
+            )
+    return entries
+
+
+def write_aggregate_metrics(path: Path, entries: list[dict[str, Any]]) -> None:
+    atomic_write_bytes(path, orjson.dumps(entries, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+
+
+def format_key_metrics(entries: list[dict[str, Any]]) -> str:
+    blocks = []
+    for entry in entries:
+        pretty = orjson.dumps(entry["key_metrics"], option=orjson.OPT_INDENT_2).decode()
+        blocks.append(f"\nKey metrics for {entry['agent_ref']['name']}:\n{pretty}")
+    return "\n".join(blocks)

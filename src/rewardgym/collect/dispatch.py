@@ -1,0 +1,171 @@
+"""Concurrent dispatch of rollouts with bounded memory, in-place retries and crash-safe recording.
+
+Contract:
+- At most ``concurrency`` rollouts are in flight, served by that many worker coroutines that pull rows
+  lazily from an iterator: 10^6 pending rows never become 10^6 coroutines or 10^6 resident results.
+- A successful result is stamped with ``_ng_task_index``, ``_ng_rollout_index`` and ``agent_ref`` from its
+  request row and handed to ``on_success`` at once (the caller appends + flushes it).
+- A failed attempt is retried in place (see :mod:`rewardgym.collect.failures`); when attempts run out, or
+  the failure is permanent, ``on_failure`` receives it. A failure never reaches ``on_success``.
+- :meth:`Dispatcher.stop` stops pulling new rows; in-flight rollouts get ``grace_s`` to finish, then are
+  cancelled (they are simply absent from the outputs, so ``--resume`` runs them again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardgym.collect.failures import AttemptFailure, RetryPolicy
+from rewardgym.protocol import keys
+
+Row = dict[str, Any]
+SendFn = Callable[[Row], Awaitable[Row]]
+
+
+@dataclass
+class DispatchStats:
+    """Counters of one dispatch (this process only; resumed rows are counted by the caller)."""
+
+    succeeded: int = 0
+    failed: int = 0
+    retries: int = 0
+    cancelled: int = 0
+    failures_by_class: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A row to run and the attempts it already used in earlier runs."""
+
+    row: Row
+    prior_attempts: int = 0
+
+
+def stamp(result: Row, row: Row, attempts: int) -> Row:
+    """Copy the identity of the request row onto its result (NeMo Gym's row stamping)."""
+    result[keys.TASK_INDEX] = row[keys.TASK_INDEX]
+    result[keys.ROLLOUT_INDEX] = row[keys.ROLLOUT_INDEX]
+    if keys.AGENT_REF in row:
+        result[keys.AGENT_REF] = row[keys.AGENT_REF]
+    for optional in (keys.SKILLS_REF, keys.ROLLOUT_ID):
+        if optional in row:
+            result[optional] = row[optional]
+    if attempts > 1:
+        result[keys.ATTEMPT_INDEX] = attempts - 1
+    return result
+
+
+class Dispatcher:
+    """Runs rows through ``send`` with bounded concurrency and retries."""
+
+    def __init__(
+        self,
+        send: SendFn,
+        *,
+        concurrency: int,
+        policy: RetryPolicy,
+        on_success: Callable[[Row, Row], None],
+        on_failure: Callable[[Row, AttemptFailure, int], None],
+        on_retry: Callable[[Row, AttemptFailure, int], None] | None = None,
+        fail_fast: bool = False,
+        grace_s: float = 5.0,
+        seed: int | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self._send = send
+        self._concurrency = concurrency
+        self._policy = policy
+        self._on_success = on_success
+        self._on_failure = on_failure
+        self._on_retry = on_retry
+        self._fail_fast = fail_fast
+        self._grace_s = grace_s
+        self._rng = random.Random(seed)
+        self._stopping = asyncio.Event()
+        self.stats = DispatchStats()
+        self.stop_reason: str | None = None
+
+    def stop(self, reason: str) -> None:
+        """Stop pulling new rows (idempotent; the first reason is kept)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def run(self, pending: Iterator[Pending]) -> DispatchStats:
+        workers = [asyncio.create_task(self._worker(pending)) for _ in range(self._concurrency)]
+        watcher = asyncio.create_task(self._cancel_after_grace(workers))
+        try:
+            outcomes = await asyncio.gather(*workers, return_exceptions=True)
+        finally:
+            watcher.cancel()
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, asyncio.CancelledError):
+                raise outcome
+        return self.stats
+
+    async def _cancel_after_grace(self, workers: list[asyncio.Task[None]]) -> None:
+        await self._stopping.wait()
+        await asyncio.sleep(self._grace_s)
+        for worker in workers:
+            worker.cancel()
+
+    async def _worker(self, pending: Iterator[Pending]) -> None:
+        while not self._stopping.is_set():
+            item = next(pending, None)
+            if item is None:
+                return
+            try:
+                await self._run_one(item)
+            except asyncio.CancelledError:
+                self.stats.cancelled += 1
+                raise
+            except BaseException:
+                # A bug or an I/O error while recording (disk full…): stop everyone, then surface it.
+                self.stop("internal error")
+                raise
+
+    async def _run_one(self, item: Pending) -> None:
+        row = item.row
+        attempts = item.prior_attempts
+        budget = max(1, self._policy.max_attempts - item.prior_attempts)
+        for used in range(1, budget + 1):
+            attempts += 1
+            try:
+                result = await self._send(row)
+            except AttemptFailure as failure:
+                if failure.transient and used < budget and not self._stopping.is_set():
+                    self.stats.retries += 1
+                    if self._on_retry is not None:
+                        self._on_retry(row, failure, attempts)
+                    await self._sleep(self._policy.delay(used, failure, self._rng))
+                    if self._stopping.is_set():
+                        self.stats.cancelled += 1  # left for --resume, not recorded as a failure
+                        return
+                    continue
+                self.stats.failed += 1
+                name = failure.failure_class.value
+                self.stats.failures_by_class[name] = self.stats.failures_by_class.get(name, 0) + 1
+                self._on_failure(row, failure, attempts)
+                if self._fail_fast:
+                    key = f"{row[keys.TASK_INDEX]}:{row[keys.ROLLOUT_INDEX]}"
+                    self.stop(f"fail_fast: rollout {key} failed ({failure})")
+                return
+            self.stats.succeeded += 1
+            self._on_success(row, stamp(result, row, attempts))
+            return
+
+    async def _sleep(self, seconds: float) -> None:
+        # Wake early when stopping, so Ctrl-C is not held up by a long backoff.
+        try:
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        except TimeoutError:
+            return

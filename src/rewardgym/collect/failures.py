@@ -1,0 +1,105 @@
+"""Classification of failed rollouts and the retry policy.
+
+A failure is never written to the rollouts file and never gets a reward. Each failed attempt is classified;
+*transient* classes are retried in place with exponential backoff and full jitter (honouring
+``Retry-After``), *permanent* ones (a request no retry can fix) are not. When the attempts run out the
+rollout goes to ``<stem>_failures.jsonl`` with its class and reason.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from enum import StrEnum
+from time import time
+
+
+class FailureClass(StrEnum):
+    TIMEOUT = "timeout"
+    CONNECTION = "connection"
+    HTTP_5XX = "http_5xx"
+    RATE_LIMITED = "rate_limited"
+    VERIFIER_ERROR = "verifier_error"
+    JUDGE_FAILED = "judge_failed"
+    INVALID_REQUEST = "invalid_request"
+    INVALID_RESPONSE = "invalid_response"
+    UNKNOWN_AGENT = "unknown_agent"
+
+
+TRANSIENT = frozenset(
+    {
+        FailureClass.TIMEOUT,
+        FailureClass.CONNECTION,
+        FailureClass.HTTP_5XX,
+        FailureClass.RATE_LIMITED,
+        FailureClass.VERIFIER_ERROR,
+        FailureClass.JUDGE_FAILED,
+        FailureClass.INVALID_RESPONSE,
+    }
+)
+
+
+@dataclass(frozen=True)
+class AttemptFailure(Exception):
+    """One failed attempt of one rollout."""
+
+    failure_class: FailureClass
+    reason: str
+    status: int | None = None
+    retry_after_s: float | None = None
+
+    @property
+    def transient(self) -> bool:
+        return self.failure_class in TRANSIENT
+
+    def __str__(self) -> str:
+        return f"{self.failure_class.value}: {self.reason}"
+
+
+def classify_status(status: int, body: str) -> FailureClass:
+    """Failure class of a non-2xx ``/run`` answer."""
+    if status == 429:
+        return FailureClass.RATE_LIMITED
+    if status in (408, 504):
+        return FailureClass.TIMEOUT
+    if status >= 500:
+        lowered = body.lower()
+        if "verify" in lowered or "resources_server" in lowered or "resourcesserver" in lowered:
+            return FailureClass.VERIFIER_ERROR
+        return FailureClass.HTTP_5XX
+    return FailureClass.INVALID_REQUEST
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time())
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a rollout is retried."""
+
+    max_attempts: int = 3
+    """Attempts per rollout, including the first (``++max_attempts``)."""
+    base_delay_s: float = 0.5
+    """First backoff step; doubles each attempt."""
+    max_delay_s: float = 30.0
+    """Upper bound of one backoff step (a ``Retry-After`` beyond it is capped too)."""
+
+    def delay(self, attempt: int, failure: AttemptFailure, rng: random.Random) -> float:
+        """Seconds before attempt ``attempt + 1`` (``attempt`` counts from 1)."""
+        if failure.retry_after_s is not None:
+            return min(failure.retry_after_s, self.max_delay_s)
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return rng.uniform(0.0, ceiling)

@@ -1,0 +1,80 @@
+"""The fingerprint of a collection run (``<stem>_run.json``), checked before ``--resume``.
+
+It holds hashes of the materialized inputs and of the ``--input`` file, the resolved settings that shape the
+rollouts (config minus secrets, hosts and ports; repeat settings; sampling overrides) and the agent
+instances. Resuming with any of them changed is refused with the list of what changed, unless ``--force``.
+No secret is ever written: the config is redacted before it reaches this module's caller's dict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rewardgym.errors import DataError, UsageError
+from rewardgym.io.jsonl import atomic_write_bytes
+
+_VOLATILE_KEYS = frozenset({"host", "port", "url", "pid", "disallowed_ports", "head_server"})
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def strip_volatile(value: Any) -> Any:
+    """Drop hosts, ports and other per-start values, which may change between a run and its resume."""
+    if isinstance(value, Mapping):
+        return {k: strip_volatile(v) for k, v in value.items() if k not in _VOLATILE_KEYS}
+    if isinstance(value, list):
+        return [strip_volatile(v) for v in value]
+    return value
+
+
+def build_fingerprint(
+    *, materialized: Path, input_path: Path | None, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "materialized_inputs_sha256": file_sha256(materialized),
+        "input_sha256": file_sha256(input_path) if input_path is not None and input_path.exists() else None,
+        "settings": strip_volatile(dict(settings)),
+    }
+
+
+def write_fingerprint(path: Path, fingerprint: Mapping[str, Any]) -> None:
+    atomic_write_bytes(path, orjson.dumps(fingerprint, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+
+
+def read_fingerprint(path: Path) -> dict[str, Any]:
+    try:
+        value = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise UsageError(f"cannot resume: no previous run found ({path} does not exist)") from None
+    except orjson.JSONDecodeError as exc:
+        raise DataError(f"{path}: run fingerprint is not valid JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise DataError(f"{path}: run fingerprint is not a JSON object")
+    return value
+
+
+def differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Dotted paths whose values differ between two fingerprints (``None`` input hash is 'unknown')."""
+    changed: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        path = f"{prefix}{key}"
+        a, b = old.get(key), new.get(key)
+        if key == "input_sha256" and (a is None or b is None):
+            continue
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            changed.extend(differences(a, b, prefix=f"{path}."))
+        elif a != b:
+            changed.append(path)
+    return changed

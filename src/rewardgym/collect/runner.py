@@ -1,0 +1,293 @@
+"""One collection run: materialize (or resume), dispatch, record, aggregate.
+
+What ``--resume`` guarantees: the materialized inputs of the first run are the source of truth (``--input``
+is not re-read); the run fingerprint must match (or ``--force``); keys already in the rollouts file are
+never run again; a torn last line is cut off and its rollout re-run. Hence after any number of crashes
+(even ``kill -9`` mid-write) and resumes, the rollouts file holds each materialized key at most once, and
+exactly once when every rollout eventually succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from rewardgym.collect.agent_client import AgentClient
+from rewardgym.collect.aggregate import (
+    compute_aggregate_metrics,
+    format_key_metrics,
+    group_by_agent,
+    write_aggregate_metrics,
+)
+from rewardgym.collect.dispatch import Dispatcher, DispatchStats
+from rewardgym.collect.failures import AttemptFailure, RetryPolicy
+from rewardgym.collect.fingerprint import build_fingerprint, differences, read_fingerprint, write_fingerprint
+from rewardgym.collect.materialize import MaterializeOptions, iter_materialized
+from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.progress import CollectionProgress
+from rewardgym.collect.resume import PriorRun, load_prior_run, pending_rows
+from rewardgym.errors import DataError, UsageError
+from rewardgym.io.jsonl import JsonlAppender, atomic_writer, iter_jsonl
+from rewardgym.protocol import keys
+
+
+@dataclass
+class CollectSettings:
+    """Everything that shapes one collection run."""
+
+    output: Path
+    """The rollouts file (``--output``); sibling files are derived from it."""
+    input: Path | None = None
+    """The input rows (``--input``); not read on ``--resume``."""
+    materialize: MaterializeOptions = field(default_factory=MaterializeOptions)
+    concurrency: int = 32
+    """Rollouts in flight at once (``--concurrency``)."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    rollout_timeout_s: float = 900.0
+    """Timeout of one ``/run`` call (``++rollout_timeout_s``)."""
+    fail_fast: bool = False
+    resume: bool = False
+    force: bool = False
+    """Resume even though the fingerprint changed."""
+    retry_failed: bool = False
+    """On resume, run failed keys again regardless of the attempts they used."""
+    disable_aggregation: bool = False
+    fingerprint_settings: Mapping[str, Any] = field(default_factory=dict)
+    """Redacted settings recorded in the run fingerprint (config minus secrets, repeats, overrides)."""
+    live_progress: bool | None = None
+
+
+@dataclass
+class CollectSummary:
+    outputs: RunOutputs
+    total: int
+    resumed_done: int
+    stats: DispatchStats
+    stop_reason: str | None
+    aggregate: list[dict[str, Any]] | None
+
+
+def _check_output_location(output: Path) -> None:
+    if output.is_dir():
+        raise UsageError(f"--output must be a file path, but '{output}' is a folder")
+    for parent in output.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--output '{output}': '{parent}' is a file, not a folder")
+            break
+
+
+def _clear_stale(outputs: RunOutputs, out: IO[str]) -> None:
+    for path in outputs.stale():
+        if path.exists():
+            size = path.stat().st_size
+            if size and path in (outputs.rollouts, outputs.failures):
+                out.write(
+                    f"Warning: removing {path} from an earlier run ({size} bytes); use --resume to keep it\n"
+                )
+            path.unlink()
+
+
+def _materialize(settings: CollectSettings, outputs: RunOutputs) -> set[str]:
+    if settings.input is None:
+        raise UsageError("--input is required (unless --resume)")
+    agents: set[str] = set()
+    with atomic_writer(outputs.materialized) as handle:
+        for row in iter_materialized(settings.input, settings.materialize):
+            agents.add(row[keys.AGENT_REF]["name"])
+            handle.write(orjson.dumps(row) + b"\n")
+    return agents
+
+
+def _agents_in(materialized: Path) -> tuple[set[str], int]:
+    agents: set[str] = set()
+    total = 0
+    for number, row in iter_jsonl(materialized, what="Materialized inputs"):
+        total += 1
+        ref = row.get(keys.AGENT_REF)
+        name = ref.get("name") if isinstance(ref, dict) else None
+        if not isinstance(name, str):
+            raise DataError(f"{materialized}:{number}: materialized row has no agent_ref.name")
+        agents.add(name)
+    return agents, total
+
+
+def _check_agents(needed: set[str], available: Mapping[str, str]) -> None:
+    missing = sorted(needed - set(available))
+    if missing:
+        listed = ", ".join(sorted(available)) or "none"
+        raise UsageError(
+            f"rows name agent(s) {', '.join(repr(m) for m in missing)} but no such agent is running "
+            f"(available: {listed})"
+        )
+
+
+def _prepare(settings: CollectSettings, outputs: RunOutputs, out: IO[str]) -> tuple[int, PriorRun]:
+    _check_output_location(settings.output)
+    settings.output.parent.mkdir(parents=True, exist_ok=True)
+    if settings.resume:
+        if not outputs.materialized.exists():
+            raise UsageError(f"cannot resume: no previous run found ({outputs.materialized} does not exist)")
+        old = read_fingerprint(outputs.fingerprint)
+        new = build_fingerprint(
+            materialized=outputs.materialized,
+            input_path=settings.input,
+            settings=settings.fingerprint_settings,
+        )
+        changed = differences(old, new)
+        if changed and not settings.force:
+            raise UsageError(
+                "cannot resume: the run changed since it started ("
+                + ", ".join(changed)
+                + "); start a fresh run, or pass --force to resume anyway"
+            )
+        if changed:
+            out.write(f"Warning: resuming although these changed: {', '.join(changed)} (--force)\n")
+            write_fingerprint(outputs.fingerprint, new)
+        prior = load_prior_run(outputs)
+        if prior.torn is not None:
+            out.write(
+                f"Note: {outputs.rollouts}:{prior.torn.line_number} was cut short by a crash; "
+                "that rollout will run again\n"
+            )
+        _, total = _agents_in(outputs.materialized)
+        return total, prior
+    _clear_stale(outputs, out)
+    _materialize(settings, outputs)
+    write_fingerprint(
+        outputs.fingerprint,
+        build_fingerprint(
+            materialized=outputs.materialized,
+            input_path=settings.input,
+            settings=settings.fingerprint_settings,
+        ),
+    )
+    _, total = _agents_in(outputs.materialized)
+    return total, PriorRun()
+
+
+def _failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        keys.TASK_INDEX: row[keys.TASK_INDEX],
+        keys.ROLLOUT_INDEX: row[keys.ROLLOUT_INDEX],
+        keys.AGENT_REF: row.get(keys.AGENT_REF),
+        keys.FAILURE_CLASS: failure.failure_class.value,
+        "_ng_failure_reason": failure.reason,
+        "attempts": attempts,
+        "permanent": not failure.transient,
+    }
+    if failure.status is not None:
+        record["_ng_failure_http_status"] = failure.status
+    return record
+
+
+async def run_collection(
+    settings: CollectSettings, agent_urls: Mapping[str, str], *, out: IO[str] | None = None
+) -> CollectSummary:
+    """Run (or resume) a collection against running agents at ``agent_urls`` (name → base URL)."""
+    out = out or sys.stdout
+    outputs = RunOutputs(settings.output)
+    total, prior = _prepare(settings, outputs, out)
+    needed, _ = _agents_in(outputs.materialized)
+    _check_agents(needed, agent_urls)
+    resumed_done = len(prior.done)
+    if settings.resume:
+        out.write(f"Resuming: {resumed_done} of {total} rollouts already done\n")
+    out.write(f"Materialized inputs: {outputs.materialized} ({total} rollouts)\n")
+    out.write(f"Querying with {settings.concurrency} concurrent requests\n")
+    out.flush()
+
+    rollouts = JsonlAppender(outputs.rollouts)
+    failures = JsonlAppender(outputs.failures)
+    progress = CollectionProgress(total, resumed_done, stream=out, live=settings.live_progress)
+
+    def on_success(row: dict[str, Any], result: dict[str, Any]) -> None:
+        rollouts.write(result)
+        progress.success(row[keys.AGENT_REF]["name"], float(result[keys.REWARD]))
+
+    def on_failure(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
+        failures.write(_failure_row(row, failure, attempts))
+        progress.failure()
+
+    def on_retry(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
+        progress.retry()
+
+    client = AgentClient(
+        agent_urls, rollout_timeout_s=settings.rollout_timeout_s, max_connections=settings.concurrency
+    )
+    dispatcher = Dispatcher(
+        send=client.run,
+        concurrency=settings.concurrency,
+        policy=settings.retry,
+        on_success=on_success,
+        on_failure=on_failure,
+        on_retry=on_retry,
+        fail_fast=settings.fail_fast,
+    )
+    loop = asyncio.get_running_loop()
+    interrupts = {"count": 0}
+
+    def on_signal() -> None:
+        interrupts["count"] += 1
+        dispatcher.stop("interrupted")
+        if interrupts["count"] > 1:
+            raise KeyboardInterrupt
+
+    pending = pending_rows(
+        outputs.materialized,
+        prior,
+        max_attempts=settings.retry.max_attempts,
+        retry_failed=settings.retry_failed,
+    )
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, on_signal)
+        async with client:
+            with progress:
+                stats = await dispatcher.run(pending)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        rollouts.close()
+        failures.close()
+
+    aggregate: list[dict[str, Any]] | None = None
+    if dispatcher.stop_reason is not None:
+        out.write(
+            f"\nStopped ({dispatcher.stop_reason}). Completed rollouts are saved in {outputs.rollouts}.\n"
+            f"Resume with the same command plus --resume.\n"
+        )
+    elif not settings.disable_aggregation:
+        groups = group_by_agent([outputs.rollouts])
+        if groups:
+            aggregate = await compute_aggregate_metrics(groups, agent_urls)
+            write_aggregate_metrics(outputs.aggregate_metrics, aggregate)
+            out.write(format_key_metrics(aggregate) + "\n")
+    return CollectSummary(outputs, total, resumed_done, stats, dispatcher.stop_reason, aggregate)
+
+
+def format_summary(summary: CollectSummary) -> str:
+    stats = summary.stats
+    lines = [
+        "",
+        "Finished rollout collection! View results at:",
+        f"Fully materialized inputs: {summary.outputs.materialized}",
+        f"Rollouts: {summary.outputs.rollouts}",
+        f"Failures: {summary.outputs.failures} ({stats.failed} this run"
+        + (
+            f": {', '.join(f'{k} {v}' for k, v in sorted(stats.failures_by_class.items()))}"
+            if stats.failed
+            else ""
+        )
+        + ")",
+        f"Aggregate metrics: {summary.outputs.aggregate_metrics if summary.aggregate is not None else None}",
+        f"Rollouts this run: {stats.succeeded} succeeded, {stats.failed} failed, {stats.retries} retries",
+    ]
+    return "\n".join(lines)
