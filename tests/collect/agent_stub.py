@@ -3,7 +3,8 @@
 A row's ``stub`` object says what ``/run`` does: ``{"fail": [500, 429, ...]}`` answers those statuses on the
 first attempts and then succeeds; ``"retry_after"`` adds that header to 429s; ``"hang_first": n`` hangs the
 first n attempts; ``"garbage": true`` answers non-JSON; ``"no_reward": true`` omits the reward;
-``"reward"`` sets the reward (default 1.0). ``/aggregate_metrics`` echoes counts and a mean.
+``"reward"`` sets the reward (default 1.0); ``"delay_s"`` delays the answer. ``/aggregate_metrics`` echoes
+counts and a mean; ``GET /server_instances`` answers like a head registry listing this stub as ``agent``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class StubAgent:
         self.attempts[key] = attempt + 1
         self.attempt_times.setdefault(key, []).append(time.monotonic())
         spec = row.get("stub") or {}
+        if spec.get("delay_s"):
+            await asyncio.sleep(spec["delay_s"])  # simulated work (not synchronisation)
         if attempt < spec.get("hang_first", 0):
             await self.release.wait()  # hang until the stub stops
             return web.Response(status=503)
@@ -57,8 +60,14 @@ class StubAgent:
         payload = {"agent_metrics": metrics, "key_metrics": {"mean/reward": metrics["mean/reward"]}}
         return web.Response(body=orjson.dumps(payload), content_type="application/json")
 
+    async def instances(self, request: web.Request) -> web.Response:
+        """Answer like a head registry listing this stub as the agent ``agent``."""
+        record = {"name": "agent", "kind": "responses_api_agents", "implementation": "stub", "url": self.url}
+        return web.Response(body=orjson.dumps([record]), content_type="application/json")
+
     async def start(self) -> str:
         app = web.Application()
+        app.router.add_get("/server_instances", self.instances)
         app.router.add_post("/run", self.run)
         app.router.add_post("/aggregate_metrics", self.aggregate)
         self.runner = web.AppRunner(app)

@@ -93,3 +93,11 @@ def test_helpers_on_empty_output() -> None:
     assert output_text(response) == ""
     assert last_assistant_message(response) is None
     assert function_calls(response) == []
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_recorded_create_params_validate(env: str) -> None:
+    """Recorded rollouts echo every create-param, some as null (parallel_tool_calls, tool_choice…)."""
+    for rollout in _lines(EXAMPLES / env / "example_rollouts.jsonl"):
+        params = ResponseCreateParams.model_validate(rollout["responses_create_params"])
+        assert dump(params) == rollout["responses_create_params"]

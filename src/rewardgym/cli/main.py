@@ -39,6 +39,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.env_cmd",
     "rewardgym.cli.run_cmd",
     "rewardgym.cli.model_cmd",
+    "rewardgym.cli.envlist_cmd",
 )
 
 _DEBUG = {"enabled": False}

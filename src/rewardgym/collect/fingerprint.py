@@ -66,9 +66,13 @@ def read_fingerprint(path: Path) -> dict[str, Any]:
 
 
 def differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """Dotted paths whose values differ between two fingerprints (``None`` input hash is 'unknown')."""
+    """Dotted paths whose values differ between two fingerprints.
+
+    A key absent from ``new`` (a setting not given again on resume) or a ``None`` input hash (no
+    ``--input`` given) is "unspecified" and never a difference.
+    """
     changed: list[str] = []
-    for key in sorted(set(old) | set(new)):
+    for key in sorted(new):
         path = f"{prefix}{key}"
         a, b = old.get(key), new.get(key)
         if key == "input_sha256" and (a is None or b is None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -189,9 +189,18 @@ def _failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) ->
 
 
 async def run_collection(
-    settings: CollectSettings, agent_urls: Mapping[str, str], *, out: IO[str] | None = None
+    settings: CollectSettings,
+    agent_urls: Mapping[str, str],
+    *,
+    out: IO[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    on_dispatcher: Callable[[Dispatcher], None] | None = None,
 ) -> CollectSummary:
-    """Run (or resume) a collection against running agents at ``agent_urls`` (name → base URL)."""
+    """Run (or resume) a collection against running agents at ``agent_urls`` (name → base URL).
+
+    ``headers`` go with every request (e.g. the shared auth token); ``on_dispatcher`` receives the
+    dispatcher before it starts, so a caller can stop it (e.g. when a server dies).
+    """
     out = out or sys.stdout
     outputs = RunOutputs(settings.output)
     total, prior = _prepare(settings, outputs, out)
@@ -231,6 +240,8 @@ async def run_collection(
         on_retry=on_retry,
         fail_fast=settings.fail_fast,
     )
+    if on_dispatcher is not None:
+        on_dispatcher(dispatcher)
     loop = asyncio.get_running_loop()
     interrupts = {"count": 0}
 

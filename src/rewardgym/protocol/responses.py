@@ -53,7 +53,7 @@ class Message(BaseModel):
 
     model_config = _OPEN
     type: Literal["message"] = "message"
-    role: Literal["user", "system", "developer", "assistant"]
+    role: Literal["user", "system", "developer", "assistant", "tool"]
     content: str | list[ContentPart]
     id: str | None = None
     status: str | None = None
@@ -137,7 +137,7 @@ class ResponseCreateParams(BaseModel):
     max_tool_calls: int | None = None
     metadata: dict[str, str] | None = None
     model: str | None = None
-    parallel_tool_calls: bool = True
+    parallel_tool_calls: bool | None = True
     previous_response_id: str | None = None
     prompt: dict[str, Any] | None = None
     reasoning: dict[str, Any] | None = None
@@ -145,7 +145,7 @@ class ResponseCreateParams(BaseModel):
     store: bool | None = None
     temperature: float | None = None
     text: dict[str, Any] | None = None
-    tool_choice: str | dict[str, Any] = "auto"
+    tool_choice: str | dict[str, Any] | None = "auto"
     tools: list[FunctionTool] = Field(default_factory=list)
     top_logprobs: int | None = None
     top_p: float | None = None

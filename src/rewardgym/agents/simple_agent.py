@@ -1,0 +1,241 @@
+"""``simple_agent``: one rollout = seed the session, loop model ↔ tools, verify (environments.md §1).
+
+Endpoints:
+- ``POST /run`` (body: a materialized input row; extra fields kept):
+  1. ``POST <resources>/seed_session`` with the row exactly as received and the request's cookies;
+  2. the episode loop below, **in-process** (no HTTP self-call), with the seed reply's cookies;
+  3. unless ``skip_verification``: ``POST <resources>/verify`` with ``row + {"response": <episode response>}``
+     and the cookies the tools ended with; the verify reply is returned verbatim. With ``skip_verification``
+     the answer is ``row + {response, reward: skip_verification_reward, verification_skipped: true}``.
+  A non-2xx seed/model/verify reply, or a verify reply without a numeric ``reward``, is an error (502): a
+  reward is never made up.
+- ``POST /v1/responses``: the episode loop alone; the request's cookies seed both the resources-server and
+  model cookies, and the cookies the loop ended with are set on the answer.
+- ``POST /aggregate_metrics``: forwarded to the resources server (an empty result with ``skip_verification``).
+
+Episode loop (one model call per step; ``input`` as a string becomes one user message):
+- call ``<model>/v1/responses`` with the original params and ``input = original + outputs so far``;
+  append all its output items; sum usage (:mod:`rewardgym.agents.usage`);
+- stop if ``incomplete_details`` is set, or if there is no function call and an assistant message exists;
+- run each function call **sequentially**: arguments that are not JSON give the tool output
+  ``{"error": "Invalid tool call arguments: <repr>"}`` without a call; otherwise ``POST <resources>/<name>``
+  with the parsed arguments and the session cookies, and the reply body text — whatever its status — is the
+  output. Append ``{"type": "function_call_output", "call_id", "output"}`` per call;
+- stop when ``max_steps`` is set and reached (checked after the step's tools), or at ``step_limit``.
+The result is the last model response with ``output`` = every item of every step and ``usage`` = the sum.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import Field, field_validator
+from starlette.responses import Response as HttpResponse
+
+from rewardgym.agents.usage import accumulate_usage
+from rewardgym.protocol import AggregateMetrics, FunctionCall, Message, Response, ResponseCreateParams, keys
+from rewardgym.registry import register
+from rewardgym.servers.base import BaseServer
+from rewardgym.servers.config import ServerConfig, ServerRef
+from rewardgym.servers.errors import UpstreamProtocolError
+from rewardgym.servers.wire import (
+    load_json_object,
+    model_response,
+    parse_body,
+    parse_value,
+    raw_json_response,
+)
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+class SimpleAgentConfig(ServerConfig):
+    """Settings of ``simple_agent``."""
+
+    resources_server: ServerRef
+    """The environment this agent plays: ``{type: resources_servers, name: <instance>}``."""
+
+    model_server: ServerRef
+    """The policy model: ``{type: responses_api_models, name: policy_model}``."""
+
+    max_steps: int | None = Field(None, ge=1)
+    """Model calls per episode at most; ``null`` means until the model stops (bounded by ``step_limit``)."""
+
+    step_limit: int = Field(1000, ge=1)
+    """Safety bound on model calls when ``max_steps`` is null (a model that never stops ends here)."""
+
+    skip_verification: bool = False
+    """Return the episode without calling ``/verify`` (reward = ``skip_verification_reward``)."""
+
+    skip_verification_reward: float = 0.0
+    """The reward reported when verification is skipped."""
+
+    token_id_capture: bool = False
+    """Accepted for NeMo Gym compatibility; no effect."""
+
+    @field_validator("resources_server")
+    @classmethod
+    def _is_resources(cls, ref: ServerRef) -> ServerRef:
+        if ref.type != "resources_servers":
+            raise ValueError("must reference a resources server (type: resources_servers)")
+        return ref
+
+    @field_validator("model_server")
+    @classmethod
+    def _is_model(cls, ref: ServerRef) -> ServerRef:
+        if ref.type != "responses_api_models":
+            raise ValueError("must reference a model server (type: responses_api_models)")
+        return ref
+
+
+@dataclass(slots=True)
+class Episode:
+    """The result of the episode loop and the cookies it ended with."""
+
+    response: dict[str, Any]
+    resources_cookies: dict[str, str]
+    model_cookies: dict[str, str]
+
+
+def invalid_arguments_output(exc: Exception) -> str:
+    return orjson.dumps({"error": f"Invalid tool call arguments: {exc!r}"}).decode()
+
+
+@register("responses_api_agents", "simple_agent")
+class SimpleAgent(BaseServer[SimpleAgentConfig]):
+    """The reference agent; see the module docstring."""
+
+    config_class: ClassVar[type[ServerConfig]] = SimpleAgentConfig
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.resources_url = self.config.peer_url(self.config.resources_server, "resources_server")
+        self.model_url = self.config.peer_url(self.config.model_server, "model_server")
+
+    def setup_routes(self, app: FastAPI) -> None:
+        app.add_api_route("/run", self._run_route, methods=["POST"])
+        app.add_api_route("/v1/responses", self._responses_route, methods=["POST"])
+        app.add_api_route("/aggregate_metrics", self._aggregate_route, methods=["POST"])
+
+    # ----------------------------------------------------------------- the loop
+    async def call_model(
+        self, params: dict[str, Any], cookies: dict[str, str]
+    ) -> tuple[dict[str, Any], Response]:
+        reply = await self.http.post(
+            f"{self.model_url}/v1/responses", json=params, cookies=cookies, headers=self.peer_headers
+        )
+        cookies.update(reply.cookies)
+        raw = reply.json()
+        return raw, reply.parse(Response, raw)
+
+    async def call_tool(self, call: FunctionCall, cookies: dict[str, str]) -> str:
+        try:
+            args = orjson.loads(call.arguments)
+        except (orjson.JSONDecodeError, TypeError) as exc:
+            return invalid_arguments_output(exc)
+        if not TOOL_NAME.match(call.name):
+            return orjson.dumps({"error": f"Invalid tool name: {call.name[:200]!r}"}).decode()
+        reply = await self.http.post(
+            f"{self.resources_url}/{call.name}",
+            json=args,
+            cookies=cookies,
+            headers=self.peer_headers,
+            raise_for_status=False,
+        )
+        cookies.update(reply.cookies)
+        return reply.text()
+
+    async def episode(
+        self, params: dict[str, Any], resources_cookies: dict[str, str], model_cookies: dict[str, str]
+    ) -> Episode:
+        """Run the loop for ``params`` (a JSON dict of ResponseCreateParams with the fields as given)."""
+        original = params.get("input")
+        if isinstance(original, str):
+            original = [{"role": "user", "content": original}]
+        rs_cookies, m_cookies = dict(resources_cookies), dict(model_cookies)
+        outputs: list[Any] = []
+        usage: dict[str, Any] | None = None
+        last: dict[str, Any] = {}
+        limit = self.config.max_steps or self.config.step_limit
+        for _step in range(limit):
+            raw, response = await self.call_model(
+                {**params, "input": [*(original or []), *outputs]}, m_cookies
+            )
+            last = raw
+            outputs.extend(raw.get("output") or [])
+            usage = accumulate_usage(usage, raw.get("usage"))
+            if response.incomplete_details is not None:
+                break
+            calls = [item for item in response.output if isinstance(item, FunctionCall)]
+            if not calls and any(isinstance(i, Message) and i.role == "assistant" for i in response.output):
+                break
+            for call in calls:
+                output = await self.call_tool(call, rs_cookies)
+                outputs.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
+        final = {**last, "output": outputs, "usage": usage}
+        return Episode(final, rs_cookies, m_cookies)
+
+    async def run(self, row: dict[str, Any], raw_row: bytes, cookies: dict[str, str]) -> bytes:
+        """One rollout of ``row``; returns the verify reply body (see the module docstring)."""
+        seed = await self.http.post(
+            f"{self.resources_url}/seed_session", data=raw_row, cookies=cookies, headers=self.peer_headers
+        )
+        rs_cookies = {**cookies, **seed.cookies}
+        episode = await self.episode(row[keys.RESPONSES_CREATE_PARAMS], rs_cookies, {})
+        if self.config.skip_verification:
+            result = row | {
+                keys.RESPONSE: episode.response,
+                keys.REWARD: self.config.skip_verification_reward,
+                "verification_skipped": True,
+            }
+            return orjson.dumps(result)
+        reply = await self.http.post(
+            f"{self.resources_url}/verify",
+            json=row | {keys.RESPONSE: episode.response},
+            cookies=episode.resources_cookies,
+            headers=self.peer_headers,
+        )
+        verified = reply.json()
+        reward = verified.get(keys.REWARD) if isinstance(verified, dict) else None
+        if not isinstance(reward, int | float) or isinstance(reward, bool):
+            raise UpstreamProtocolError(reply.url, "verify reply has no numeric 'reward'")
+        return reply.body
+
+    # ----------------------------------------------------------------- routes
+    def _incoming_cookies(self, request: Request) -> dict[str, str]:
+        return {k: v for k, v in request.cookies.items() if k != self.server_id}
+
+    async def _run_route(self, request: Request) -> HttpResponse:
+        raw = await request.body()
+        row = load_json_object(raw)
+        if keys.RESPONSES_CREATE_PARAMS not in row:
+            loc = ["body", keys.RESPONSES_CREATE_PARAMS]
+            raise RequestValidationError([{"type": "missing", "loc": loc, "msg": "Field required"}])
+        parse_value(
+            ResponseCreateParams, row[keys.RESPONSES_CREATE_PARAMS], ("body", keys.RESPONSES_CREATE_PARAMS)
+        )
+        return raw_json_response(await self.run(row, raw, self._incoming_cookies(request)))
+
+    async def _responses_route(self, request: Request) -> HttpResponse:
+        params = parse_body(ResponseCreateParams, await request.body())
+        cookies = self._incoming_cookies(request)
+        episode = await self.episode(params.model_dump(mode="json", exclude_unset=True), cookies, cookies)
+        answer = raw_json_response(orjson.dumps(episode.response))
+        for name, value in {**episode.model_cookies, **episode.resources_cookies}.items():
+            answer.headers.append("set-cookie", f"{name}={value}; path=/; httponly; samesite=lax")
+        return answer
+
+    async def _aggregate_route(self, request: Request) -> HttpResponse:
+        body = await request.body()
+        if self.config.skip_verification:
+            self.log.warning("aggregate_metrics: verification is skipped, returning empty metrics")
+            return model_response(AggregateMetrics())
+        reply = await self.http.post(
+            f"{self.resources_url}/aggregate_metrics", data=body, headers=self.peer_headers
+        )
+        return raw_json_response(reply.body)

@@ -1,0 +1,96 @@
+"""``gym config show``: print the resolved configuration, secrets masked.
+
+Also the home of the config-loading options every command shares (``--config``, the asset selectors,
+``--search-dir``, ``--model/-m``, ``--model-url``, ``--model-api-key``) as reusable ``Annotated`` types, and
+:data:`CONFIG_OPTION_NAMES` for :func:`~rewardgym.cli.overrides.split_overrides` hints. Commands take the
+leftover ``+k=v`` / ``++k=v`` tokens from ``ctx.args`` (see :data:`OVERRIDE_CONTEXT`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+import orjson
+import typer
+
+from rewardgym.cli.main import config_app
+from rewardgym.cli.overrides import split_overrides
+from rewardgym.config import load_config_from_flags, redact_text
+
+ConfigOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--config", help="Config YAML file (repeatable; later files win).", show_default=False),
+]
+ResourcesServerOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--resources-server", help="Resources server config N or N/flavor (repeatable).", show_default=False
+    ),
+]
+ModelTypeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model-type", help="Model server config N or N/flavor (repeatable).", show_default=False),
+]
+SearchDirOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--search-dir", help="Extra root searched for configs (repeatable).", show_default=False),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Policy model name (policy_model_name).")]
+ModelUrlOpt = Annotated[str | None, typer.Option("--model-url", help="Policy base URL (policy_base_url).")]
+ModelApiKeyOpt = Annotated[
+    str | None, typer.Option("--model-api-key", help="Policy API key (policy_api_key); never printed.")
+]
+
+CONFIG_OPTION_NAMES: Final = (
+    "--config",
+    "--resources-server",
+    "--model-type",
+    "--search-dir",
+    "--model",
+    "-m",
+    "--model-url",
+    "--model-api-key",
+)
+"""The shared option names, for "did you mean" hints on leftover tokens."""
+
+OVERRIDE_CONTEXT: Final[dict[str, Any]] = {"allow_extra_args": True, "ignore_unknown_options": True}
+"""``context_settings`` that leave ``+k=v`` / ``++k=v`` tokens (and unknown flags) in ``ctx.args``."""
+
+
+@config_app.command("show", context_settings=OVERRIDE_CONTEXT)
+def show(
+    ctx: typer.Context,
+    config: ConfigOpt = None,
+    resources_server: ResourcesServerOpt = None,
+    model_type: ModelTypeOpt = None,
+    search_dir: SearchDirOpt = None,
+    model: ModelOpt = None,
+    model_url: ModelUrlOpt = None,
+    model_api_key: ModelApiKeyOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of YAML.")] = False,
+    allow_missing: Annotated[
+        bool, typer.Option("--allow-missing", help="Show the config even if some values are still ???.")
+    ] = False,
+) -> None:
+    """Print the resolved config (files + env.yaml + overrides) with secrets masked.
+
+    Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
+    """
+    overrides = split_overrides(ctx.args, [*CONFIG_OPTION_NAMES, "--json", "--allow-missing"])
+    cfg = load_config_from_flags(
+        config_paths=config or [],
+        resources_servers=resources_server or [],
+        model_types=model_type or [],
+        search_dirs=search_dir or [],
+        model=model,
+        model_url=model_url,
+        model_api_key=model_api_key,
+        overrides=overrides,
+        require_complete=not allow_missing,
+    )
+    if as_json:
+        text = orjson.dumps(cfg.redacted(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    else:
+        text = cfg.to_yaml(redacted=True).rstrip("\n")
+    typer.echo(redact_text(text))

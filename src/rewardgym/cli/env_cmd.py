@@ -1,0 +1,273 @@
+"""``gym env start | status | stop``: run the configured servers, inspect them, stop them.
+
+``gym env start`` (flags as in NeMo Gym: ``--config``, ``--resources-server``, ``--model-type``, ``--agent``,
+``--search-dir``, ``--model/-m``, ``--model-url``, ``--model-api-key``, ``+k=v``/``++k=v`` overrides):
+loads the config (with no model flag and no model instance in the files, ``--model-type embedded_model`` is
+implied), validates every instance, prints the instance table, launches the head registry and one child
+process per instance (:mod:`rewardgym.servers.supervisor`), waits until every server answers and every
+upstream model endpoint answers (``model_endpoint_readiness_timeout_seconds``, default 120, 0 disables),
+then prints ``All N servers ready`` and runs until SIGINT/SIGTERM (graceful stop, exit 0). A child that
+dies — during start-up or later — stops everything, prints its last 30 log lines, exit code 1.
+Logs: ``<log dir>/<instance>.log`` (``--log-dir``, or ``nemo_gym_log_dir``, default
+``~/.cache/rewardgym/logs/head-<port>``).
+
+``gym env status [--json]`` and ``gym env stop`` find the servers through the head registry
+(``head_server`` of the config, default 127.0.0.1:11000, or ``--head-url``); ``stop`` reads the
+supervisor's pid from ``GET /supervisor``, checks it is a gym process of this user, sends SIGTERM and waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import psutil
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rewardgym.cli.config_cmd import (
+    CONFIG_OPTION_NAMES,
+    OVERRIDE_CONTEXT,
+    ConfigOpt,
+    ModelApiKeyOpt,
+    ModelOpt,
+    ModelTypeOpt,
+    ModelUrlOpt,
+    ResourcesServerOpt,
+    SearchDirOpt,
+)
+from rewardgym.cli.main import env_app
+from rewardgym.cli.overrides import split_overrides
+from rewardgym.config import GymConfig, load_config, load_config_from_flags
+from rewardgym.errors import ConfigError, ServerError
+from rewardgym.servers.errors import UpstreamError
+from rewardgym.servers.http import HttpClient
+from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
+from rewardgym.servers.spec import ChildSpec
+from rewardgym.servers.supervisor import Supervisor, SupervisorOptions
+
+DEFAULT_MODEL_TYPE = "embedded_model"
+DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
+
+AgentOpt = Annotated[
+    list[str] | None,
+    typer.Option("--agent", help="Agent config N or N/flavor (repeatable).", show_default=False),
+]
+HeadUrlOpt = Annotated[
+    str | None, typer.Option("--head-url", help="Head registry URL (default: head_server of the config).")
+]
+
+_out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+
+def _say(message: str) -> None:
+    _out.print(message, markup=False)
+
+
+def load_stack_config(
+    *, overrides: list[str], config: list[Path], resources: list[str], model_types: list[str],
+    agents: list[str], search_dirs: list[Path], model: str | None, model_url: str | None,
+    model_api_key: str | None,
+) -> GymConfig:  # fmt: skip
+    """The stack config of `gym env start` / `gym eval run`: the embedded model when no model is named."""
+    def load(types: list[str]) -> GymConfig:
+        return load_config_from_flags(
+            config_paths=config, resources_servers=resources, model_types=types, agents=agents,
+            search_dirs=search_dirs, model=model, model_url=model_url, model_api_key=model_api_key,
+            overrides=overrides,
+        )  # fmt: skip
+
+    if model_types or any(v is not None for v in (model, model_url, model_api_key)):
+        return load(model_types)
+    try:  # no model flag: use the files' own model server if they define one, else the embedded model
+        cfg = load([])
+        if cfg.instances_of("responses_api_models"):
+            return cfg
+    except ConfigError:
+        pass
+    return load([DEFAULT_MODEL_TYPE])
+
+
+def _instance_table(specs: list[ChildSpec], head: str) -> Table:
+    table = Table(title=f"Server instances (head registry {head})", title_justify="left")
+    for column in ("name", "kind", "implementation", "url"):
+        table.add_column(column)
+    for spec in specs:
+        table.add_row(spec.name, spec.kind, spec.implementation, spec.url)
+    return table
+
+
+async def _serve(supervisor: Supervisor, specs: list[ChildSpec]) -> int:
+    loop = asyncio.get_running_loop()
+    starting = asyncio.create_task(supervisor.start(preflight=lambda: validate_specs(specs)))
+
+    def on_signal() -> None:
+        if not starting.done():
+            starting.cancel()
+        supervisor.request_stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        await starting
+    except asyncio.CancelledError:
+        _say("Interrupted during start-up; all servers stopped.")
+        return 130
+    _say(f"All {len(specs)} servers ready (head registry {supervisor.head_url}). Press Ctrl-C to stop.")
+    await supervisor.wait()
+    _say("Stopping servers…")
+    await supervisor.stop()
+    _say("All servers stopped.")
+    return 0
+
+
+@env_app.command("start", context_settings=OVERRIDE_CONTEXT)
+def start(
+    ctx: typer.Context,
+    config: ConfigOpt = None,
+    resources_server: ResourcesServerOpt = None,
+    model_type: ModelTypeOpt = None,
+    agent: AgentOpt = None,
+    search_dir: SearchDirOpt = None,
+    model: ModelOpt = None,
+    model_url: ModelUrlOpt = None,
+    model_api_key: ModelApiKeyOpt = None,
+    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="Directory of the server logs.")] = None,
+    startup_timeout: Annotated[
+        float, typer.Option("--startup-timeout", help="Seconds each server gets to answer.", min=1)
+    ] = 600.0,
+) -> None:
+    """Start the configured servers and keep them running until Ctrl-C.
+
+    Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
+    """
+    known = [*CONFIG_OPTION_NAMES, "--agent", "--log-dir", "--startup-timeout"]
+    overrides = split_overrides(ctx.args, known)
+    cfg = load_stack_config(
+        overrides=overrides, config=config or [], resources=resources_server or [],
+        model_types=model_type or [], agents=agent or [], search_dirs=search_dir or [], model=model,
+        model_url=model_url, model_api_key=model_api_key,
+    )  # fmt: skip
+    head_host, head_port = cfg.head_server
+    logs = log_dir or Path(
+        cfg.get("nemo_gym_log_dir") or Path.home() / ".cache/rewardgym/logs" / f"head-{head_port}"
+    )
+    specs = child_specs(cfg, log_dir=logs.expanduser().resolve())
+    upstream_timeout = cfg.get("model_endpoint_readiness_timeout_seconds", DEFAULT_UPSTREAM_TIMEOUT_S)
+    options = SupervisorOptions(
+        log_dir=logs.expanduser().resolve(),
+        head_host=head_host,
+        head_port=head_port,
+        ready_timeout_s=startup_timeout,
+        upstreams=upstream_urls(cfg) if upstream_timeout else [],
+        upstream_timeout_s=float(upstream_timeout or 0),
+    )
+    _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
+    _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
+    supervisor = Supervisor(specs, options)
+    code = asyncio.run(_serve(supervisor, specs))
+    if code:
+        raise typer.Exit(code)
+
+
+def _head_url(ctx: typer.Context, head_url: str | None) -> str:
+    if head_url:
+        return head_url.rstrip("/")
+    overrides = split_overrides(ctx.args, ["--head-url", "--json", "--timeout"])
+    cfg = load_config([], overrides, require_complete=False)
+    host, port = cfg.head_server
+    return f"http://{host}:{port}"
+
+
+async def _fetch(url: str) -> Any:
+    async with HttpClient() as client:
+        reply = await client.get(url, timeout_s=5.0, max_attempts=1)
+        return reply.json()
+
+
+def _query(head: str, path: str) -> Any:
+    try:
+        return asyncio.run(_fetch(f"{head}{path}"))
+    except UpstreamError as exc:
+        raise ServerError(
+            f"no gym servers found: the head registry at {head} does not answer ({exc.kind})"
+        ) from None
+
+
+@env_app.command("status", context_settings=OVERRIDE_CONTEXT)
+def status(
+    ctx: typer.Context,
+    head_url: HeadUrlOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show the running servers and whether each one answers."""
+    head = _head_url(ctx, head_url)
+    instances = _query(head, "/server_instances")
+    health = {entry["name"]: entry for entry in _query(head, "/health")["servers"]}
+    rows = [
+        {**inst, **{k: v for k, v in health.get(inst["name"], {}).items() if k != "url"}}
+        for inst in instances
+    ]
+    healthy = sum(1 for row in rows if row.get("healthy"))
+    if as_json:
+        typer.echo(
+            orjson.dumps({"head": head, "healthy": healthy, "total": len(rows), "servers": rows}).decode()
+        )
+    else:
+        table = Table(title=f"Servers of {head}", title_justify="left")
+        for column in ("", "name", "kind", "implementation", "url", "pid", "status"):
+            table.add_column(column)
+        for row in rows:
+            mark = "✓" if row.get("healthy") else "✗"
+            table.add_row(
+                mark,
+                row["name"],
+                row["kind"],
+                row["implementation"],
+                row["url"],
+                str(row.get("pid")),
+                row["status"],
+            )
+        _out.print(table)
+        _say(f"{healthy} of {len(rows)} servers healthy")
+    if healthy < len(rows):
+        raise typer.Exit(1)
+
+
+def _gym_process(pid: int) -> psutil.Process:
+    try:
+        proc = psutil.Process(pid)
+        cmdline = " ".join(proc.cmdline())
+        same_user = proc.uids().real == os.getuid()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        raise ServerError(f"the supervisor (pid {pid}) is not running or not ours") from None
+    if not same_user or ("gym" not in cmdline and "rewardgym" not in cmdline):
+        raise ServerError(f"pid {pid} is not a gym supervisor of this user; not stopping it")
+    return proc
+
+
+@env_app.command("stop", context_settings=OVERRIDE_CONTEXT)
+def stop(
+    ctx: typer.Context,
+    head_url: HeadUrlOpt = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the stop.", min=1)] = 30.0,
+) -> None:
+    """Stop the servers started by `gym env start` (graceful: SIGTERM to the supervisor)."""
+    head = _head_url(ctx, head_url)
+    info = _query(head, "/supervisor")
+    count = len(_query(head, "/server_instances"))
+    proc = _gym_process(int(info["pid"]))
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+        if time.monotonic() > deadline:
+            raise ServerError(f"the supervisor (pid {proc.pid}) did not stop within {timeout:g} s")
+        time.sleep(0.05)
+    _say(f"Stopped {count} servers (supervisor pid {proc.pid}).")

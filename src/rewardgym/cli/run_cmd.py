@@ -1,0 +1,277 @@
+"""``gym eval run``: collect rollouts (see :mod:`rewardgym.collect.runner` for what resume guarantees).
+
+With ``--no-serve`` the agents of a running ``gym env start`` are found through its head registry; without
+it, the servers of the given config are started for this run and stopped afterwards. Settings without a
+flag are read from the config (``++rollout_timeout_s=…``, ``++max_attempts=…``, ``++fail_fast=true``,
+``++num_repeats={a: 8, _default: 1}``, ``++num_repeats_add_seed=true``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from rewardgym.cli.config_cmd import (
+    CONFIG_OPTION_NAMES,
+    OVERRIDE_CONTEXT,
+    ConfigOpt,
+    ModelApiKeyOpt,
+    ModelOpt,
+    ModelTypeOpt,
+    ModelUrlOpt,
+    ResourcesServerOpt,
+    SearchDirOpt,
+)
+from rewardgym.cli.main import eval_app
+from rewardgym.cli.overrides import split_overrides
+from rewardgym.collect.dispatch import Dispatcher
+from rewardgym.collect.failures import RetryPolicy
+from rewardgym.collect.materialize import MaterializeOptions, PromptConfig, RepeatSpec
+from rewardgym.collect.runner import CollectSettings, format_summary, run_collection
+from rewardgym.collect.stack import ServedStack, discover_agents
+from rewardgym.config import GymConfig, load_config
+from rewardgym.errors import DataError, UsageError
+
+_FLAGS = [
+    *CONFIG_OPTION_NAMES,
+    "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
+    "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
+    "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
+    "--startup-timeout",
+]  # fmt: skip
+
+
+def _say(message: str) -> None:
+    sys.stdout.write(message + "\n")
+    sys.stdout.flush()
+
+
+def _prompt_config(path: Path | None) -> PromptConfig | None:
+    if path is None:
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"prompt config not found: '{path}' (--prompt-config)") from None
+    except yaml.YAMLError as exc:
+        raise DataError(f"{path}: malformed YAML ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("user"), str):
+        raise DataError(f"{path}: a prompt config needs a 'user' template string (and optionally 'system')")
+    system = data.get("system")
+    if system is not None and not isinstance(system, str):
+        raise DataError(f"{path}: 'system' must be a template string")
+    return PromptConfig(user=data["user"], system=system)
+
+
+def _repeats(flag: int | None, cfg: GymConfig) -> RepeatSpec:
+    value: Any = flag if flag is not None else cfg.get("num_repeats", 1)
+    if value is None:
+        return 1
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise UsageError(f"num_repeats must be an integer or a mapping {{agent: n, _default: n}}, got {value!r}")
+
+
+def _as_bool(cfg: GymConfig, key: str, default: bool = False) -> bool:
+    value = cfg.get(key, default)
+    if isinstance(value, bool):
+        return value
+    raise UsageError(f"{key} must be true or false, got {value!r}")
+
+
+def _as_number(cfg: GymConfig, key: str, default: float) -> float:
+    value = cfg.get(key, default)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    raise UsageError(f"{key} must be a positive number, got {value!r}")
+
+
+def _explicit(resume: bool, *, cfg: GymConfig, **given: Any) -> set[str] | None:
+    """On resume, the settings the user gave again (only those are compared); None = all (fresh run)."""
+    if not resume:
+        return None
+    names = {name for name, value in given.items() if value not in (None, False, {})}
+    names |= {key for key in ("num_repeats", "agent_name", "limit") if cfg.get(key) is not None}
+    return {"agent" if n == "agent_name" else n for n in names}
+
+
+def _fingerprint_settings(
+    cfg: GymConfig, options: MaterializeOptions, explicit: set[str] | None
+) -> dict[str, Any]:
+    materialize = {
+        "num_repeats": options.num_repeats,
+        "agent": options.agent_name,
+        "limit": options.limit,
+        "add_seed": options.add_seed,
+        "create_params": dict(options.create_params_overrides),
+        "prompt_config": None if options.prompt_config is None else vars(options.prompt_config),
+    }
+    if explicit is not None:
+        materialize = {k: v for k, v in materialize.items() if k in explicit}
+    return {"config": cfg.redacted(), "materialize": materialize}
+
+
+@eval_app.command("run", context_settings=OVERRIDE_CONTEXT)
+def run(
+    ctx: typer.Context,
+    input_path: Annotated[Path | None, typer.Option("--input", "-i", help="Input rows (JSONL).")] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Rollouts file to write (JSONL).")] = Path(
+        "results/rollouts.jsonl"
+    ),
+    agent: Annotated[
+        str | None, typer.Option("--agent", "-a", help="Agent for rows without agent_ref.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Use only the first N input lines.", min=0)
+    ] = None,
+    num_repeats: Annotated[int | None, typer.Option("--num-repeats", help="Rollouts per task.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Rollouts in flight.", min=1)] = 32,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Resume although the run changed.")] = False,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="On resume, run failed rollouts again.")
+    ] = False,
+    prompt_config: Annotated[
+        Path | None, typer.Option("--prompt-config", help="YAML {user, system}.")
+    ] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature")] = None,
+    top_p: Annotated[float | None, typer.Option("--top-p")] = None,
+    max_output_tokens: Annotated[int | None, typer.Option("--max-output-tokens", min=1)] = None,
+    disable_aggregation: Annotated[bool, typer.Option("--disable-aggregation")] = False,
+    add_seed: Annotated[
+        bool, typer.Option("--num-repeats-add-seed", help="Send the rollout index as the sampling seed.")
+    ] = False,
+    no_serve: Annotated[
+        bool, typer.Option("--no-serve", help="Use servers of a running 'gym env start'.")
+    ] = False,
+    head_url: Annotated[
+        str | None, typer.Option("--head-url", help="Head registry URL (--no-serve).")
+    ] = None,
+    log_dir: Annotated[
+        Path | None, typer.Option("--log-dir", help="Server logs (without --no-serve).")
+    ] = None,
+    startup_timeout: Annotated[float, typer.Option("--startup-timeout", min=1)] = 600.0,
+    config: ConfigOpt = None,
+    resources_server: ResourcesServerOpt = None,
+    model_type: ModelTypeOpt = None,
+    search_dir: SearchDirOpt = None,
+    model: ModelOpt = None,
+    model_url: ModelUrlOpt = None,
+    model_api_key: ModelApiKeyOpt = None,
+) -> None:
+    """Collect rollouts: materialize the input rows, run them through the agents, record each result.
+
+    Overrides: +key=value / ++key=value (e.g. ++rollout_timeout_s=600 ++max_attempts=5 ++fail_fast=true).
+    """
+    overrides = split_overrides(ctx.args, _FLAGS)
+    if input_path is None and not resume:
+        raise UsageError("--input is required (or --resume to continue an earlier run)")
+    if no_serve:
+        cfg = load_config(config or [], overrides, search_dirs=search_dir or [], require_complete=False)
+    else:
+        from rewardgym.cli.env_cmd import load_stack_config
+
+        cfg = load_stack_config(
+            overrides=overrides, config=config or [], resources=resources_server or [],
+            model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
+            model_url=model_url, model_api_key=model_api_key,
+        )  # fmt: skip
+    create_params: dict[str, Any] = {}
+    for key, value in (
+        ("temperature", temperature),
+        ("top_p", top_p),
+        ("max_output_tokens", max_output_tokens),
+    ):
+        if value is not None:
+            create_params[key] = value
+    extra_params = cfg.get("responses_create_params") or {}
+    if not isinstance(extra_params, dict):
+        raise UsageError("responses_create_params overrides must be a mapping")
+    materialize = MaterializeOptions(
+        num_repeats=_repeats(num_repeats, cfg),
+        agent_name=agent or cfg.get("agent_name"),
+        limit=limit if limit is not None else cfg.get("limit"),
+        add_seed=add_seed or _as_bool(cfg, "num_repeats_add_seed"),
+        create_params_overrides={**extra_params, **create_params},
+        prompt_config=_prompt_config(prompt_config),
+    )
+    explicit = _explicit(
+        resume,
+        cfg=cfg,
+        num_repeats=num_repeats,
+        agent=agent,
+        limit=limit,
+        add_seed=add_seed,
+        create_params=create_params,
+        prompt_config=prompt_config,
+    )
+    settings = CollectSettings(
+        output=output,
+        input=input_path,
+        materialize=materialize,
+        concurrency=concurrency,
+        retry=RetryPolicy(max_attempts=int(_as_number(cfg, "max_attempts", 3))),
+        rollout_timeout_s=_as_number(cfg, "rollout_timeout_s", 900.0),
+        fail_fast=_as_bool(cfg, "fail_fast"),
+        resume=resume,
+        force=force,
+        retry_failed=retry_failed,
+        disable_aggregation=disable_aggregation or _as_bool(cfg, "disable_aggregation"),
+        fingerprint_settings=_fingerprint_settings(cfg, materialize, explicit),
+    )
+    token = cfg.get("auth_token")
+    headers = {"X-Rewardgym-Token": str(token)} if token else None
+    if no_serve:
+        host, port = cfg.head_server
+        head = head_url or f"http://{host}:{port}"
+        code = asyncio.run(_collect_no_serve(settings, head, headers))
+    else:
+        logs = log_dir or Path(cfg.get("nemo_gym_log_dir") or output.parent / "logs")
+        code = asyncio.run(
+            _collect_served(settings, cfg, logs.expanduser().resolve(), startup_timeout, headers)
+        )
+    if code:
+        raise typer.Exit(code)
+
+
+async def _collect_no_serve(settings: CollectSettings, head: str, headers: dict[str, str] | None) -> int:
+    agents = await discover_agents(head)
+    summary = await run_collection(settings, agents, headers=headers)
+    _say(format_summary(summary))
+    return 130 if summary.stop_reason == "interrupted" else (1 if summary.stop_reason else 0)
+
+
+async def _collect_served(
+    settings: CollectSettings,
+    cfg: GymConfig,
+    log_dir: Path,
+    startup_timeout: float,
+    headers: dict[str, str] | None,
+) -> int:
+    stack = ServedStack(cfg, log_dir=log_dir, startup_timeout_s=startup_timeout, notify=_say)
+    await stack.start()
+    try:
+        dispatchers: list[Dispatcher] = []
+
+        def on_death(failure: Exception) -> None:
+            for dispatcher in dispatchers:
+                dispatcher.stop(f"server {failure}")
+
+        stack.watch(on_death)
+        summary = await run_collection(
+            settings, stack.agent_urls, headers=headers, on_dispatcher=dispatchers.append
+        )
+    finally:
+        await stack.stop()
+    _say(format_summary(summary))
+    if stack.failure is not None:
+        _say(f"\n{stack.failure}")
+        return 1
+    return 130 if summary.stop_reason == "interrupted" else (1 if summary.stop_reason else 0)

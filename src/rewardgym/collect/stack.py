@@ -1,0 +1,98 @@
+"""Where the agents are: a running ``gym env start`` (``--no-serve``) or servers this command starts.
+
+``--no-serve`` asks the head registry for its instances (URLs only — the registry never serves secrets;
+credentials come from this process's own env.yaml and flags). Without it, :class:`ServedStack` starts the
+configured servers (the same supervisor as ``gym env start``, with its head on a free port), hands out
+the agent URLs, watches the children during the run and stops everything afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rewardgym.config import GymConfig
+from rewardgym.config.ports import pick_free_port
+from rewardgym.errors import ServerError
+from rewardgym.servers.errors import UpstreamError
+from rewardgym.servers.http import HttpClient
+from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
+from rewardgym.servers.supervisor import ChildFailure, Supervisor, SupervisorOptions
+
+AGENT_KIND = "responses_api_agents"
+
+
+async def discover_agents(head_url: str) -> dict[str, str]:
+    """Agent name → URL from the head registry of a running ``gym env start``."""
+    try:
+        async with HttpClient() as client:
+            reply = await client.get(
+                f"{head_url.rstrip('/')}/server_instances", timeout_s=5.0, max_attempts=2
+            )
+            records: Any = reply.json()
+    except UpstreamError as exc:
+        raise ServerError(
+            f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
+            "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
+            "'gym eval run' start them itself"
+        ) from None
+    if not isinstance(records, list):
+        raise ServerError(f"{head_url}/server_instances did not answer a list of instances")
+    return {r["name"]: r["url"] for r in records if isinstance(r, dict) and r.get("kind") == AGENT_KIND}
+
+
+class ServedStack:
+    """The servers of ``cfg``, started for the duration of one command."""
+
+    def __init__(
+        self, cfg: GymConfig, *, log_dir: Path, startup_timeout_s: float, notify: Callable[[str], None]
+    ) -> None:
+        host, _ = cfg.head_server
+        taken = [inst.port for inst in cfg.instances.values()]
+        self._specs = child_specs(cfg, log_dir=log_dir)
+        readiness = cfg.get("model_endpoint_readiness_timeout_seconds", 120.0)
+        self._supervisor = Supervisor(
+            self._specs,
+            SupervisorOptions(
+                log_dir=log_dir,
+                head_host=host,
+                head_port=pick_free_port(host, taken),
+                ready_timeout_s=startup_timeout_s,
+                upstreams=upstream_urls(cfg) if readiness else [],
+                upstream_timeout_s=float(readiness or 0),
+            ),
+        )
+        self._notify = notify
+        self._watch: asyncio.Task[None] | None = None
+        self.failure: ChildFailure | None = None
+
+    @property
+    def agent_urls(self) -> dict[str, str]:
+        return {spec.name: spec.url for spec in self._specs if spec.kind == AGENT_KIND}
+
+    async def start(self) -> None:
+        self._notify(f"Starting {len(self._specs)} servers (logs: {self._supervisor.options.log_dir})")
+        await self._supervisor.start(preflight=lambda: validate_specs(self._specs))
+        self._notify(f"All {len(self._specs)} servers ready")
+
+    def watch(self, on_death: Callable[[ChildFailure], None]) -> None:
+        """Call ``on_death`` if a server exits while the command runs."""
+
+        async def watcher() -> None:
+            try:
+                await self._supervisor.wait()
+            except ChildFailure as failure:
+                self.failure = failure
+                on_death(failure)
+
+        self._watch = asyncio.create_task(watcher())
+
+    async def stop(self) -> None:
+        if self._watch is not None and not self._watch.done():
+            self._supervisor.request_stop()
+            with contextlib.suppress(Exception):
+                await self._watch
+        await self._supervisor.stop()

@@ -1,0 +1,100 @@
+"""Turning the merged OmegaConf tree into plain, fully interpolated Python data.
+
+Contract:
+
+* :func:`materialize` walks the config and returns plain dicts/lists with every ``${…}`` resolved (OmegaConf
+  semantics, root-relative; ``${oc.env:VAR,default}`` supported) plus the dotted path of every value still
+  ``???``.
+* An interpolation that cannot be resolved is a :class:`~rewardgym.errors.ConfigError` naming the key that
+  holds it and hinting ``++<missing key>=<value>`` (or how to set the environment variable).
+* With ``require_complete=False``, ``???`` values are returned as the string ``"???"`` and an interpolation
+  that points at a ``???`` value is returned unresolved (as written), instead of failing.
+* :func:`missing_values_error` builds the single error that lists every ``???`` path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import (
+    InterpolationKeyError,
+    InterpolationToMissingValueError,
+    MissingMandatoryValue,
+    OmegaConfBaseException,
+)
+
+from rewardgym.config.oc_errors import omegaconf_message
+from rewardgym.errors import ConfigError
+
+MISSING = "???"
+_KEY_NOT_FOUND = re.compile(r"Interpolation key '([^']+)' not found")
+_ENV_NOT_FOUND = re.compile(r"Environment variable '([^']+)' not found")
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _raw(container: DictConfig | ListConfig, key: Any) -> Any:
+    return OmegaConf.to_container(container, resolve=False)[key]  # type: ignore[index]
+
+
+def _interpolation_error(path: str, raw: Any, exc: OmegaConfBaseException) -> ConfigError:
+    msg = omegaconf_message(exc)
+    written = f" ({raw})" if isinstance(raw, str) else ""
+    if isinstance(exc, InterpolationKeyError) and (found := _KEY_NOT_FOUND.search(msg)):
+        missing = found.group(1)
+        return ConfigError(
+            f"{path}: cannot resolve interpolation{written}: key {missing!r} is not set; "
+            f"set it, e.g. ++{missing}=<value> (or in env.yaml)"
+        )
+    if found := _ENV_NOT_FOUND.search(msg):
+        var = found.group(1)
+        return ConfigError(
+            f"{path}: cannot resolve interpolation{written}: environment variable {var} is not set; "
+            f"export it, give a default (${{oc.env:{var},<default>}}), or set ++{path}=<value>"
+        )
+    return ConfigError(f"{path}: cannot resolve interpolation{written}: {msg}; set ++{path}=<value>")
+
+
+def materialize(cfg: DictConfig, *, require_complete: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """Resolve ``cfg`` into plain data; returns (data, dotted paths of ``???`` values)."""
+    missing: list[str] = []
+
+    def value_at(container: DictConfig | ListConfig, key: Any, path: str) -> Any:
+        if OmegaConf.is_missing(container, key):
+            missing.append(path)
+            return MISSING
+        try:
+            value = container[key]
+        except (InterpolationToMissingValueError, MissingMandatoryValue):
+            # The ``???`` it points at is reported under its own path.
+            return _raw(container, key)
+        except OmegaConfBaseException as exc:
+            raise _interpolation_error(path, _raw(container, key), exc) from None
+        if isinstance(value, DictConfig | ListConfig):
+            return visit(value, path)
+        return value
+
+    def visit(node: DictConfig | ListConfig, path: str) -> Any:
+        if isinstance(node, ListConfig):
+            return [value_at(node, i, _join(path, i)) for i in range(len(node))]
+        return {key: value_at(node, key, _join(path, key)) for key in node}
+
+    data = visit(cfg, "")
+    if missing and require_complete:
+        raise missing_values_error(missing)
+    return data, missing
+
+
+def missing_values_error(paths: Sequence[str]) -> ConfigError:
+    """One error listing every ``???`` value with a ``++path=<value>`` hint for each."""
+    lines = "\n".join(f"  ++{path}=<value>" for path in paths)
+    noun = "value is" if len(paths) == 1 else "values are"
+    return ConfigError(
+        f"{len(paths)} required config {noun} missing (???); set them on the command line, "
+        f"in env.yaml or in a config file:\n{lines}"
+    )

@@ -1,0 +1,79 @@
+"""Environment config of ``code_gen`` (the ``resources_servers.code_gen`` block of ``configs/code_gen.yaml``).
+
+NeMo Gym's fields keep their names and meaning (``num_processes`` is accepted as the old name of
+``max_concurrent_executions``); the sandbox fields are ours. See ``README.md`` for what each limit does and
+what happens when network isolation is unavailable.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from pydantic import AliasChoices, BaseModel, Field
+
+from rewardgym.protocol import ReverifyMode
+
+
+def _cpu_count() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+class CodeGenConfig(BaseModel):
+    """How ``code_gen`` extracts, runs and scores solutions, and how the sandbox confines them."""
+
+    REVERIFY_MODE: ClassVar[ReverifyMode] = ReverifyMode.STATELESS
+    """Verify needs only the row and the response (it re-runs the tests; timing-dependent verdicts such as a
+    borderline time limit can differ between runs, as on any re-run). NeMo Gym says ``unknown``."""
+
+    unit_test_timeout_secs: float = Field(10.0, gt=0)
+    """Wall-clock seconds each test (and the compilation) may take; beyond it the test scores ``-3``. The
+    whole run is killed after ``(unit_test_timeout_secs + 1) × n_tests + 5`` seconds (result ``-1`` each)."""
+
+    max_concurrent_executions: int = Field(
+        default_factory=_cpu_count,
+        ge=1,
+        validation_alias=AliasChoices("max_concurrent_executions", "num_processes"),
+    )
+    """Solutions run at the same time (one sandboxed process each); default: the number of CPUs. NeMo Gym's
+    ``num_processes`` is accepted as an alias."""
+
+    debug: bool = False
+    """Log each sandbox's stderr tail and confinement details at INFO level."""
+
+    reasoning_format_penalty: float = 0.0
+    """Reward given instead of the test outcome when ``<think>`` tags are misplaced (see README)."""
+
+    require_network_isolation: bool = True
+    """Refuse to run any code (verify raises ``SandboxUnavailableError``) when no network namespace can be
+    created. When false, code then runs *with* network access (a warning is logged once)."""
+
+    unshare_command: str = "unshare"
+    """The util-linux ``unshare`` program used to create the namespaces (name on ``PATH`` or a path)."""
+
+    memory_limit_mb: int = Field(2048, ge=64)
+    """Address-space limit of the solution process (``RLIMIT_AS``), in MiB."""
+
+    max_file_size_mb: int = Field(16, ge=0)
+    """Largest file the solution may write (``RLIMIT_FSIZE``), in MiB."""
+
+    max_processes: int = Field(64, ge=1)
+    """Processes and threads the sandbox user may own (``RLIMIT_NPROC``); stops fork bombs."""
+
+    private_tmp_mb: int = Field(64, ge=1)
+    """Size of each private tmpfs mounted on ``/tmp``, ``/var/tmp`` and ``/dev/shm`` inside the sandbox."""
+
+    max_output_mb: float = Field(32.0, gt=0)
+    """Largest output (printed text, or encoded return value) one test may produce, in MiB of characters;
+    a larger one scores as a wrong answer."""
+
+    sandbox_uid_base: int | None = Field(65000, ge=1)
+    """When the server runs as root, sandbox slot ``k`` runs as uid/gid ``sandbox_uid_base + k`` (no passwd
+    entry needed), so each concurrent run has its own process limit and can touch no root-owned file.
+    ``None`` keeps root (not recommended)."""
+
+    work_dir: str | None = None
+    """Parent folder of the per-run temporary working folders (default: the system temp folder)."""
+
+    python_executable: str | None = None
+    """Interpreter that runs solutions (default: the server's own, so numpy is available to solutions)."""

@@ -1,0 +1,5 @@
+"""``equivalence_rule``: rule-based equivalence of the whole answer text with ``expected_answer``.
+
+Used for long-context MRCR-style retrieval and counting tasks. The rule (``exact``, ``seq_match`` or
+``weighted_seq_match``) comes from the environment config; pure logic lives in :mod:`.verifier`.
+"""

@@ -1,0 +1,5 @@
+"""``example_single_tool_call``: a minimal tool-calling demo (a ``get_weather`` tool; every episode scores 1).
+
+It measures nothing about quality: it exercises the tool-call plumbing (agent loop, tool endpoint, verify).
+Pure logic lives in :mod:`.verifier` and :mod:`.tools`; the HTTP server class is added on top of them.
+"""

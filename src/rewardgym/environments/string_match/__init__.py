@@ -1,0 +1,6 @@
+"""``string_match``: does the policy's free-form answer match ``expected_answer``?
+
+The answer is extracted by the row's ``extraction_mode`` (boxed, final answer line, last line, whole text)
+and compared with the NeMo RL string-match grader (normalised, numeric and LaTeX-tolerant; no format reward).
+Pure logic: :mod:`.verifier` (models, extraction, ``verify``) and :mod:`.grader`.
+"""

@@ -1,0 +1,208 @@
+"""Server construction: a config object becomes a server object, and a server object becomes a FastAPI app.
+
+This module never launches a process or binds a port (see :mod:`rewardgym.servers.launch` and
+:mod:`rewardgym.servers.supervisor`), so the same server objects can later be placed elsewhere (e.g. Ray).
+
+Contract of :class:`BaseServer` (generic over its pydantic config class, declared as ``config_class``):
+- ``Server(config)`` accepts a config instance or a plain mapping; a mapping that does not validate raises
+  :class:`~rewardgym.errors.ConfigError` naming ``<instance>.<field>``.
+- ``server.server_id`` is ``"<ClassName>___<instance name>"``: the session cookie name and the ``server``
+  of every error body.
+- ``server.http`` is the process's pooled :class:`~rewardgym.servers.http.HttpClient` (created lazily inside
+  the running loop, closed at shutdown); ``server.peer_headers`` authenticates calls to peer servers.
+- Subclasses add routes in :meth:`BaseServer.setup_routes` and may override ``on_startup``/``on_shutdown``.
+
+:func:`build_app` adds to every server:
+- ``GET /`` liveness → ``{"status": "ok", "name": <instance>}`` (never authenticated);
+- the guard middleware (auth token, request-size limit → 413, session id, last-resort 500) inside a Starlette
+  ``SessionMiddleware`` whose signed cookie is named ``server_id`` (secret: ``session_secret`` or a random
+  per-start key);
+- error answers ``{"error": {"server", "type", "message"}}``: 422 for invalid bodies (with FastAPI's
+  ``detail`` list naming each field), the handler's status for :class:`ApiError`, 502/504 for upstream
+  failures, 400 for other :class:`~rewardgym.errors.RewardGymError`, 404/405 with ``detail`` as FastAPI
+  has it. No traceback is ever sent; it goes to the JSON log ``<log_dir>/<name>.log``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar, Generic, TypeVar, cast
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.responses import Response
+
+from rewardgym.config.secrets import redact_text, register_secret, register_secrets_in
+from rewardgym.errors import ConfigError, RewardGymError
+from rewardgym.servers.config import ServerConfig
+from rewardgym.servers.errors import ApiError, UpstreamError
+from rewardgym.servers.http import HttpClient
+from rewardgym.servers.logs import server_logger
+from rewardgym.servers.middleware import SESSION_ID_KEY, GuardMiddleware
+from rewardgym.servers.wire import describe_validation, error_body, json_response
+
+C = TypeVar("C", bound=ServerConfig)
+
+TOKEN_HEADER = "X-Rewardgym-Token"
+_NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
+
+
+def format_config_error(name: str, exc: ValidationError) -> str:
+    """One line per invalid field: ``<instance>.<field>: <message>`` (values are not echoed)."""
+    lines = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (not a setting of this server)"
+        lines.append(f"{name}.{field}: {msg}")
+    return "invalid server config:\n  " + "\n  ".join(lines)
+
+
+def register_config_secrets(model: BaseModel) -> None:
+    """Register every ``SecretStr`` value of a config (recursively) so redaction masks it in any text."""
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, SecretStr):
+            register_secret(value.get_secret_value())
+        elif isinstance(value, BaseModel):
+            register_config_secrets(value)
+        elif isinstance(value, dict):
+            register_secrets_in(value)
+
+
+class BaseServer(Generic[C]):
+    """Base of every server; see the module docstring."""
+
+    config_class: ClassVar[type[ServerConfig]] = ServerConfig
+
+    def __init__(self, config: C | Mapping[str, Any]) -> None:
+        self.config: C = self.load_config(config)
+        register_config_secrets(self.config)
+        self.server_id = f"{type(self).__name__}___{self.config.name}"
+        secret = self.config.session_secret
+        self.session_secret = secret.get_secret_value() if secret else secrets.token_urlsafe(32)
+        self.log: logging.Logger = server_logger(self.config.name, self.config.log_dir, self.config.log_level)
+        token = self.config.auth_token
+        self.peer_headers: dict[str, str] = {TOKEN_HEADER: token.get_secret_value()} if token else {}
+        self._http: HttpClient | None = None
+
+    @classmethod
+    def load_config(cls, config: C | Mapping[str, Any]) -> C:
+        """Validate ``config`` into ``config_class`` (ConfigError naming the field on failure)."""
+        if isinstance(config, cls.config_class):
+            return config
+        raw = dict(config.model_dump() if isinstance(config, ServerConfig) else config)
+        try:
+            return cast(C, cls.config_class.model_validate(raw))
+        except ValidationError as exc:
+            raise ConfigError(format_config_error(str(raw.get("name", cls.__name__)), exc)) from None
+
+    @property
+    def http(self) -> HttpClient:
+        """The pooled outbound client of this server (one per process in normal operation)."""
+        if self._http is None:
+            self._http = HttpClient(self.config.http)
+        return self._http
+
+    @staticmethod
+    def session_id(request: Request) -> str:
+        """The session id of the request (set by the guard middleware on every request)."""
+        return str(request.session[SESSION_ID_KEY])
+
+    def setup_routes(self, app: FastAPI) -> None:
+        """Add this server's endpoints to ``app`` (subclasses)."""
+
+    async def on_startup(self) -> None:
+        """Called once before the server accepts requests."""
+
+    async def on_shutdown(self) -> None:
+        """Called once after the server stopped accepting requests."""
+        if self._http is not None:
+            await self._http.close()
+
+    def build_app(self) -> FastAPI:
+        return build_app(self)
+
+
+def build_app(server: BaseServer[Any]) -> FastAPI:
+    """The FastAPI app of ``server`` with the shared behaviour of the module docstring."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await server.on_startup()
+        server.log.info("server %s ready", server.server_id)
+        try:
+            yield
+        finally:
+            await server.on_shutdown()
+
+    app = FastAPI(
+        title=server.server_id,
+        lifespan=lifespan,
+        telemetry=_NO_TELEMETRY,  # type: ignore[arg-type]
+        redoc_url=None,
+    )
+    app.state.server = server
+    sid = server.server_id
+    log = server.log
+
+    async def liveness() -> Response:
+        return json_response({"status": "ok", "name": server.config.name})
+
+    app.add_api_route("/", liveness, methods=["GET"], include_in_schema=False)
+
+    async def on_http_exception(_request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        body = error_body(sid, "http_error", str(exc.detail), detail=exc.detail)
+        return json_response(body, exc.status_code, dict(exc.headers or {}))
+
+    async def on_validation(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = [
+            {"type": e.get("type"), "loc": list(e.get("loc", ())), "msg": e.get("msg")} for e in exc.errors()
+        ]
+        message = describe_validation(errors)
+        log.info("422 %s %s: %s", request.method, request.url.path, message)
+        return json_response(error_body(sid, "validation_error", message, detail=errors), 422)
+
+    async def on_api_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        log.info("%d %s %s: %s", exc.status, request.method, request.url.path, exc.message)
+        return json_response(error_body(sid, exc.kind, redact_text(exc.message)), exc.status)
+
+    async def on_upstream(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, UpstreamError)
+        message = redact_text(str(exc))
+        log.warning("%s %s: upstream failure: %s", request.method, request.url.path, message)
+        return json_response(error_body(sid, exc.kind, message), exc.http_status)
+
+    async def on_gym_error(request: Request, exc: Exception) -> Response:
+        message = redact_text(str(exc))
+        log.info("400 %s %s: %s", request.method, request.url.path, message)
+        return json_response(error_body(sid, type(exc).__name__, message), 400)
+
+    app.add_exception_handler(StarletteHTTPException, on_http_exception)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(UpstreamError, on_upstream)
+    app.add_exception_handler(RewardGymError, on_gym_error)
+
+    server.setup_routes(app)
+
+    token = server.config.auth_token
+    app.add_middleware(
+        GuardMiddleware,
+        server_id=sid,
+        max_request_bytes=server.config.max_request_bytes,
+        auth_token=token.get_secret_value() if token else None,
+        logger=log,
+    )
+    app.add_middleware(SessionMiddleware, secret_key=server.session_secret, session_cookie=sid)
+    return app

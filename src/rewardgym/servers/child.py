@@ -1,0 +1,64 @@
+"""Entry point of one server process: ``python -m rewardgym.servers.child`` (spec on stdin).
+
+Contract:
+- Reads one :class:`~rewardgym.servers.spec.ChildSpec` as JSON from stdin (so secrets never appear on the
+  command line or in the environment), asks the kernel to SIGTERM it when the supervisor dies
+  (``PR_SET_PDEATHSIG``, Linux) and exits at once if the supervisor is already gone.
+- Finds the server class (:func:`~rewardgym.servers.spec.server_class`: registry lookup of ``kind`` and
+  ``implementation``), builds the server from ``config`` (construction and launching stay separate:
+  this module only launches), and serves until SIGINT/SIGTERM (graceful, bounded by
+  ``graceful_shutdown_s``).
+- A user-caused failure (invalid config, port in use) prints one ``Error: …`` line to stderr and exits 1;
+  stdout/stderr are the instance's log file, opened by the supervisor.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+from pydantic import ValidationError
+
+from rewardgym.config.secrets import redact_text
+from rewardgym.errors import RewardGymError
+from rewardgym.servers.spec import ChildSpec, server_class
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """Have the kernel send SIGTERM when the parent dies; exit now if it already did."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - exotic libc
+            pass
+    if parent_pid is not None and os.getppid() != parent_pid:
+        sys.exit(1)
+
+
+def main() -> int:
+    try:
+        spec = ChildSpec.model_validate_json(sys.stdin.buffer.read())
+    except ValidationError as exc:
+        sys.stderr.write(f"Error: invalid child spec on stdin: {exc.error_count()} error(s)\n")
+        return 2
+    die_with_parent(spec.parent_pid)
+    try:
+        from rewardgym.servers.launch import serve_forever
+        from rewardgym.servers.logs import attach_library_loggers
+
+        server = server_class(spec.kind, spec.implementation)(spec.config)
+        attach_library_loggers(server.config.name, server.config.log_level)
+        serve_forever(server)
+    except RewardGymError as exc:
+        sys.stderr.write(f"Error: {spec.name}: {redact_text(str(exc))}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

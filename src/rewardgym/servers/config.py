@@ -1,0 +1,157 @@
+"""Configuration classes shared by every server: network, security, logging, outbound HTTP and references.
+
+Contract:
+- A server's config class is a pydantic model derived from :class:`ServerConfig`; every field carries a
+  docstring (it is the user documentation of the YAML block of that server).
+- Unknown keys are an error (``extra="forbid"``) so a typo in a YAML block is reported with its field name
+  instead of being silently ignored. The catalogue metadata NeMo Gym configs carry (``entrypoint``,
+  ``domain``, ``description``, ``datasets`` …) is declared here and has no effect on behaviour.
+- Secrets (``session_secret``, ``auth_token``, API keys of subclasses) are :class:`pydantic.SecretStr`:
+  they never appear in ``repr``, logs or error messages.
+- ``peers`` maps every other server instance name to its base URL; the launcher fills it, and
+  :meth:`ServerConfig.peer_url` resolves a :class:`ServerRef` against it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from rewardgym.errors import ConfigError
+
+_CONFIG = ConfigDict(extra="forbid")
+
+ServerKind = Literal["responses_api_models", "resources_servers", "responses_api_agents"]
+
+
+class ServerRef(BaseModel):
+    """A reference from one server's config to another server instance (``{type, name}``)."""
+
+    model_config = _CONFIG
+
+    type: ServerKind
+    """The kind of server referenced."""
+
+    name: str
+    """The referenced instance name (a top-level key of the resolved config)."""
+
+    url: str | None = None
+    """Explicit base URL; when unset the URL comes from the launcher-filled ``peers`` map."""
+
+
+class HttpClientConfig(BaseModel):
+    """Timeouts and retry policy of the outbound HTTP client a server uses (to peers and upstreams)."""
+
+    model_config = _CONFIG
+
+    connect_timeout_s: float = Field(5.0, gt=0)
+    """Seconds to establish a TCP connection before the attempt fails."""
+
+    read_timeout_s: float = Field(600.0, gt=0)
+    """Seconds to wait for the next chunk of a response (a model call can take minutes)."""
+
+    total_timeout_s: float | None = Field(None, gt=0)
+    """Optional bound on one whole attempt (connect + send + read); ``None`` means no total bound."""
+
+    max_attempts: int = Field(4, ge=1, le=20)
+    """Attempts per call, including the first; retries apply only to retryable failures."""
+
+    backoff_base_s: float = Field(0.2, ge=0)
+    """Base of the exponential backoff: attempt *n* sleeps uniformly in ``[0, base * 2**n]`` (full jitter)."""
+
+    backoff_max_s: float = Field(10.0, ge=0)
+    """Upper bound of one backoff sleep."""
+
+    retry_after_max_s: float = Field(60.0, ge=0)
+    """Upper bound applied to a server's ``Retry-After`` header."""
+
+    retry_statuses: list[int] = Field(default_factory=lambda: [429, 502, 503, 504])
+    """HTTP statuses that are retried (add 500 for flaky LLM upstreams). Other 4xx/5xx are never retried."""
+
+    retry_on_timeout: bool = True
+    """Whether a timed-out attempt is retried (disable for non-idempotent calls that must not repeat)."""
+
+    pool_limit: int = Field(1024, ge=1)
+    """Maximum simultaneous connections of the process-wide pool."""
+
+
+class ServerConfig(BaseModel):
+    """Fields every server instance has. Subclasses add their own documented fields."""
+
+    model_config = _CONFIG
+
+    name: str = Field(min_length=1)
+    """Instance name (the top-level YAML key); it names logs, the session cookie and error bodies."""
+
+    host: str = "127.0.0.1"
+    """Interface to bind. Loopback by default; binding elsewhere exposes the server to the network."""
+
+    port: int = Field(0, ge=0, le=65535)
+    """TCP port; 0 asks the OS for a free port (the launcher normally assigns one)."""
+
+    session_secret: SecretStr | None = None
+    """Key that signs the session cookie; a random one is generated per start when unset."""
+
+    auth_token: SecretStr | None = None
+    """When set, every request except ``GET /`` must carry ``Authorization: Bearer <token>`` or
+    ``X-Rewardgym-Token: <token>``; the server sends it to its peers too."""
+
+    max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    """Largest accepted request body; larger bodies get HTTP 413."""
+
+    log_dir: Path | None = None
+    """Directory of the JSON log file ``<log_dir>/<name>.log``; ``None`` logs to stderr."""
+
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Minimum level written to the log."""
+
+    http: HttpClientConfig = Field(default_factory=HttpClientConfig)
+    """Outbound HTTP client settings (timeouts, retries) for calls this server makes."""
+
+    peers: dict[str, str] = Field(default_factory=dict)
+    """Base URL of every server instance by name; filled by the launcher, used to resolve references."""
+
+    graceful_shutdown_s: float = Field(2.0, ge=0)
+    """Seconds in-flight requests get to finish after a stop signal."""
+
+    # Catalogue metadata carried by NeMo Gym YAML blocks: accepted, documented, without effect.
+    entrypoint: str | None = None
+    """NeMo Gym's ``app.py`` entry point; ignored (servers are Python classes here)."""
+
+    domain: str | None = None
+    """Catalogue metadata (e.g. ``knowledge``); ignored."""
+
+    verified: bool | None = None
+    """Catalogue metadata; ignored."""
+
+    verified_url: str | None = None
+    """Catalogue metadata; ignored."""
+
+    description: str | None = None
+    """Catalogue metadata; ignored."""
+
+    value: str | None = None
+    """Catalogue metadata; ignored."""
+
+    license: str | None = None
+    """Catalogue metadata; ignored."""
+
+    datasets: list[dict[str, Any]] | None = None
+    """Dataset declarations (used by data preparation, not by the server)."""
+
+    num_workers: int | None = None
+    """Accepted for NeMo Gym compatibility; a server runs one worker process."""
+
+    def peer_url(self, ref: ServerRef, field: str) -> str:
+        """Base URL of the referenced server; :class:`ConfigError` naming ``field`` when it cannot resolve."""
+        if ref.url:
+            return ref.url.rstrip("/")
+        url = self.peers.get(ref.name)
+        if url is None:
+            known = ", ".join(sorted(self.peers)) or "none"
+            raise ConfigError(
+                f"{self.name}.{field}: no server instance named {ref.name!r} (known instances: {known})"
+            )
+        return url.rstrip("/")

@@ -1,0 +1,101 @@
+"""Errors raised inside servers, and how each maps to an HTTP status.
+
+Contract:
+- :class:`ApiError` is what a handler raises to answer with a given 4xx/5xx status and message.
+- :class:`UpstreamError` and subclasses are raised by :mod:`rewardgym.servers.http` when a call to another
+  server or to an LLM upstream fails after its retries. A server app answers them with 502
+  (:class:`UpstreamHTTPError`, :class:`UpstreamConnectionError`, :class:`UpstreamProtocolError`) or
+  504 (:class:`UpstreamTimeout`). They are :class:`~rewardgym.errors.ServerError` so a CLI caller prints
+  them as one ``Error:`` line.
+- Messages name the URL without credentials or query string and never include a secret.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from rewardgym.errors import ServerError
+
+_BODY_SNIPPET = 500
+
+
+def safe_url(url: str) -> str:
+    """``url`` without user info, query or fragment (safe to print)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid url>"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def snippet(body: bytes | str, limit: int = _BODY_SNIPPET) -> str:
+    """A printable prefix of a response body."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class ApiError(Exception):
+    """A handler's deliberate error answer: HTTP ``status`` with ``{"error": {type, message}}``."""
+
+    def __init__(self, status: int, message: str, *, kind: str = "bad_request") -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+        self.message = message
+
+
+class UpstreamError(ServerError):
+    """A call to a peer server or an upstream failed (after retries)."""
+
+    http_status = 502
+    kind = "upstream_error"
+
+    def __init__(self, url: str, message: str) -> None:
+        self.url = safe_url(url)
+        super().__init__(f"{self.url}: {message}")
+
+
+class UpstreamHTTPError(UpstreamError):
+    """The upstream answered with a non-success status."""
+
+    kind = "upstream_http_error"
+
+    def __init__(self, url: str, status: int, body: bytes) -> None:
+        self.status = status
+        self.body = body
+        super().__init__(url, f"HTTP {status}: {snippet(body)}")
+
+
+class UpstreamTimeout(UpstreamError):
+    """The upstream did not answer in time."""
+
+    http_status = 504
+    kind = "upstream_timeout"
+
+
+class UpstreamConnectionError(UpstreamError):
+    """The upstream could not be reached (refused, reset, DNS failure)."""
+
+    kind = "upstream_unreachable"
+
+    def __init__(self, url: str, message: str, *, dns_failure: bool = False) -> None:
+        self.dns_failure = dns_failure
+        super().__init__(url, message)
+
+
+class UpstreamProtocolError(UpstreamError):
+    """The upstream answered 2xx with a body that is not what the protocol requires."""
+
+    kind = "upstream_bad_response"
+
+
+class JudgeError(Exception):
+    """A verifier's external judge could not be used (transport, timeout, auth, non-2xx).
+
+    ``/verify`` answers it with HTTP 200, ``reward: 0.0`` and ``_ng_failure_class: "judge_failed"`` so the
+    collector sends the row to the failures sidecar instead of counting a fabricated reward.
+    """

@@ -1,0 +1,256 @@
+"""The outbound HTTP client of a server process: pooled, timed out, retried a bounded number of times.
+
+Contract:
+- One :class:`HttpClient` per process (a server owns one, created on first use inside its event loop):
+  one aiohttp ``ClientSession`` with a keep-alive connection pool and **no cookie jar**
+  (``DummyCookieJar``). Cookies are passed per call and the cookies a reply sets are returned in
+  :attr:`HttpReply.cookies`, so concurrent sessions never leak into each other.
+- Every attempt is bounded by ``connect_timeout_s`` / ``read_timeout_s`` (and optionally
+  ``total_timeout_s``). A call makes at most ``max_attempts`` attempts.
+- Retried: connection errors (refused, reset, server disconnected), timeouts (unless
+  ``retry_on_timeout=False``) and the statuses of ``retry_statuses`` (default 429, 502, 503, 504). The
+  sleep before attempt *n+1* is full-jitter exponential backoff ``uniform(0, min(max, base * 2**n))``, or
+  the server's ``Retry-After`` (seconds or HTTP-date, capped at ``retry_after_max_s``) when it sent one.
+  Nothing else is retried; in particular other 4xx are final.
+- Failures are raised as :class:`~rewardgym.servers.errors.UpstreamHTTPError` (non-2xx, when
+  ``raise_for_status``), :class:`~rewardgym.servers.errors.UpstreamTimeout` or
+  :class:`~rewardgym.servers.errors.UpstreamConnectionError`; a server app maps them to 502/504.
+- Bodies are sent as given (``data=`` bytes) or serialised with orjson (``json=``); replies are read whole
+  into bytes (``HttpReply.json()`` parses with orjson).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from rewardgym.servers.config import HttpClientConfig
+
+if TYPE_CHECKING:  # aiohttp is imported on first use: servers that never call out start faster
+    import aiohttp
+
+from rewardgym.servers.errors import (
+    UpstreamConnectionError,
+    UpstreamHTTPError,
+    UpstreamProtocolError,
+    UpstreamTimeout,
+    snippet,
+)
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+T = TypeVar("T", bound=BaseModel)
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpReply:
+    """A complete HTTP reply: status, body bytes, the cookies it set, and its headers."""
+
+    url: str
+    status: int
+    body: bytes
+    cookies: dict[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON; :class:`UpstreamProtocolError` when it is not JSON."""
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError:
+            raise UpstreamProtocolError(self.url, f"reply is not JSON: {snippet(self.body, 200)!r}") from None
+
+    def parse(self, model: type[T], value: Any = _UNSET) -> T:
+        """The body (or its already-parsed ``value``) validated as ``model``; :class:`UpstreamProtocolError`
+        naming the URL and the first bad field otherwise — garbage is never passed on as a result."""
+        try:
+            if value is _UNSET:
+                return model.model_validate_json(self.body)
+            return model.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "body"
+            raise UpstreamProtocolError(
+                self.url, f"reply is not a valid {model.__name__} ({where}: {first['msg']})"
+            ) from None
+
+
+def cookie_header(cookies: Mapping[str, str]) -> str:
+    """The ``Cookie`` request header for ``cookies`` (values are sent verbatim, as servers set them)."""
+    return "; ".join(f"{name}={value}" for name, value in cookies.items())
+
+
+def parse_set_cookies(values: Collection[str]) -> dict[str, str]:
+    """Name → value of ``Set-Cookie`` header values (attributes such as ``path`` are dropped)."""
+    cookies: dict[str, str] = {}
+    for header in values:
+        pair = header.split(";", 1)[0]
+        name, sep, value = pair.partition("=")
+        if sep and name.strip():
+            cookies[name.strip()] = value.strip()
+    return cookies
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date); ``None`` if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def backoff_delay(attempt: int, config: HttpClientConfig) -> float:
+    """Full-jitter exponential backoff before retry number ``attempt`` (1 = first retry)."""
+    ceiling = min(config.backoff_max_s, config.backoff_base_s * (2 ** (attempt - 1)))
+    return random.uniform(0.0, ceiling)
+
+
+class HttpClient:
+    """Pooled aiohttp client with bounded retries; see the module docstring for the contract."""
+
+    def __init__(self, config: HttpClientConfig | None = None, *, headers: Mapping[str, str] | None = None):
+        self.config = config or HttpClientConfig()
+        self._headers = dict(headers or {})
+        self._session: aiohttp.ClientSession | None = None
+        self._retry_statuses = frozenset(self.config.retry_statuses)
+        self._timeout: aiohttp.ClientTimeout | None = None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        if self._timeout is None:
+            self._timeout = aiohttp.ClientTimeout(
+                total=self.config.total_timeout_s,
+                sock_connect=self.config.connect_timeout_s,
+                sock_read=self.config.read_timeout_s,
+            )
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self.config.pool_limit, limit_per_host=0, keepalive_timeout=15.0
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                timeout=self._timeout,
+                headers=self._headers,
+                raise_for_status=False,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def post(self, url: str, **kwargs: Any) -> HttpReply:
+        return await self.request("POST", url, **kwargs)
+
+    async def get(self, url: str, **kwargs: Any) -> HttpReply:
+        return await self.request("GET", url, **kwargs)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        data: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        cookies: Mapping[str, str] | None = None,
+        raise_for_status: bool = True,
+        retry_statuses: Collection[int] | None = None,
+        max_attempts: int | None = None,
+        timeout_s: float | None = None,
+    ) -> HttpReply:
+        """Send one request (retrying as the policy allows) and return the complete reply.
+
+        ``retry_statuses``/``max_attempts`` override the client policy for this call; ``timeout_s`` bounds
+        each attempt as a whole (e.g. a short liveness probe).
+        """
+        body = orjson.dumps(json) if json is not None else data
+        send_headers: dict[str, str] = dict(JSON_HEADERS) if body is not None else {}
+        if headers:
+            send_headers.update(headers)
+        if cookies:
+            send_headers["Cookie"] = cookie_header(cookies)
+        import aiohttp
+
+        statuses = self._retry_statuses if retry_statuses is None else frozenset(retry_statuses)
+        attempts = max_attempts or self.config.max_attempts
+        session = self._get_session()
+        timeout = self._timeout
+        if timeout_s is not None:
+            timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(timeout_s, 5.0))
+        failure: Exception | None = None
+        for attempt in range(1, attempts + 1):
+            delay: float | None = None
+            try:
+                async with session.request(
+                    method, url, data=body, headers=send_headers, timeout=timeout
+                ) as resp:
+                    payload = await resp.read()
+                    reply = HttpReply(
+                        url=url,
+                        status=resp.status,
+                        body=payload,
+                        cookies=parse_set_cookies(resp.headers.getall("Set-Cookie", ())),
+                        headers=resp.headers,
+                    )
+            except TimeoutError:
+                failure = UpstreamTimeout(url, f"no reply within the timeout ({method}, attempt {attempt})")
+                if not self.config.retry_on_timeout:
+                    raise failure from None
+            except aiohttp.InvalidURL:
+                raise UpstreamConnectionError(url, "invalid URL") from None
+            except aiohttp.ClientConnectorDNSError as exc:
+                failure = UpstreamConnectionError(url, f"cannot resolve host: {exc}", dns_failure=True)
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+                failure = UpstreamConnectionError(url, f"{type(exc).__name__}: {exc}")
+            except aiohttp.ClientResponseError as exc:  # malformed HTTP from the peer
+                failure = UpstreamProtocolError(url, f"{type(exc).__name__}: {exc.message}")
+            else:
+                if reply.status in statuses and attempt < attempts:
+                    after = retry_after_seconds(reply.headers.get("Retry-After"))
+                    if after is not None:
+                        delay = min(after, self.config.retry_after_max_s)
+                    failure = UpstreamHTTPError(url, reply.status, reply.body)
+                elif raise_for_status and not reply.ok:
+                    raise UpstreamHTTPError(url, reply.status, reply.body)
+                else:
+                    return reply
+            if attempt < attempts:
+                await asyncio.sleep(backoff_delay(attempt, self.config) if delay is None else delay)
+        assert failure is not None
+        raise failure

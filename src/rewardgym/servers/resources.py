@@ -1,0 +1,207 @@
+"""The resources-server (environment) base class: seed_session, verify, tools, sessions, metrics.
+
+Subclass contract::
+
+    class MyServer(ResourcesServer[MyConfig]):
+        config_class = MyConfig                       # a ResourcesServerConfig subclass
+        verify_request_class = MyVerifyRequest        # row fields the verifier reads (+ response)
+        verify_response_class = MyVerifyResponse      # exactly the fields /verify returns
+        reverify_mode = ReverifyMode.STATELESS        # GET /reverify_mode
+
+        async def verify(self, body: MyVerifyRequest) -> MyVerifyResponse:
+            return self.verify_response(body, reward=1.0, extracted_answer="B")
+
+        @tool
+        async def get_weather(self, args: GetWeatherArgs, session: Session) -> WeatherResult: ...
+
+Endpoints (all ``POST`` except ``GET /reverify_mode``):
+- ``/seed_session``: body validated as ``seed_session_request_class`` (the whole row); ``seed_session(body)``
+  may initialise ``self.current_session().state``; answers ``{}`` unless it returns something.
+- ``/verify``: body validated as ``verify_request_class`` (422 naming the field otherwise); the answer holds
+  only the fields ``verify_response_class`` declares (NeMo Gym's ``extra="ignore"``), nulls included.
+  A :class:`~rewardgym.servers.errors.JudgeError` becomes HTTP 200 with ``reward: 0.0`` and
+  ``_ng_failure_class: "judge_failed"`` (the collector routes such rows to the failures sidecar).
+- ``/aggregate_metrics``: :func:`rewardgym.servers.metrics.compute_aggregate_metrics` with this class's
+  ``compute_metrics``, ``get_key_metrics`` and ``profile_fn`` (the profiler hook).
+- ``/<tool>``: one per ``@tool`` method (see :mod:`rewardgym.servers.tools`).
+
+Sessions: state lives in ``self.sessions`` (:class:`~rewardgym.servers.sessions.SessionStore`, TTL
+``session_ttl_s``, LRU cap ``max_sessions``) keyed by the signed session cookie's ``session_id``; during a
+request, :meth:`ResourcesServer.current_session` returns that session (``create=False``: ``None`` when the
+session is unknown or expired).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any, ClassVar, TypeVar
+
+from fastapi import FastAPI, Request
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from rewardgym.protocol import (
+    AggregateMetricsRequest,
+    FunctionTool,
+    ReverifyMode,
+    SeedSessionRequest,
+    VerifyRequest,
+    VerifyResponse,
+    keys,
+)
+from rewardgym.servers.base import BaseServer
+from rewardgym.servers.config import ServerConfig
+from rewardgym.servers.errors import JudgeError
+from rewardgym.servers.metrics import ProfileFn, basic_profile, compute_aggregate_metrics, default_key_metrics
+from rewardgym.servers.sessions import Session, SessionStore
+from rewardgym.servers.tools import ToolSpec, collect_tools
+from rewardgym.servers.wire import json_response, model_response, parse_body
+
+_SESSION_ID: ContextVar[str | None] = ContextVar("rewardgym_session_id", default=None)
+
+FAILURE_JUDGE_ERROR = "_ng_failure_judge_error"
+
+
+class ResourcesServerConfig(ServerConfig):
+    """Fields of every resources server."""
+
+    session_ttl_s: float = Field(3600.0, gt=0)
+    """Seconds a session's state is kept after its last use."""
+
+    max_sessions: int = Field(100_000, ge=1)
+    """Live sessions kept at most; beyond it the least recently used session is dropped."""
+
+
+RC = TypeVar("RC", bound=ResourcesServerConfig)
+
+
+def to_response(value: Any) -> Response:
+    """A handler's return value as a JSON response (``None`` → ``{}``)."""
+    if isinstance(value, BaseModel):
+        return model_response(value)
+    return json_response({} if value is None else value)
+
+
+class ResourcesServer(BaseServer[RC]):
+    """Base class of environments; see the module docstring."""
+
+    config_class: ClassVar[type[ServerConfig]] = ResourcesServerConfig
+    seed_session_request_class: ClassVar[type[BaseModel]] = SeedSessionRequest
+    verify_request_class: ClassVar[type[VerifyRequest]] = VerifyRequest
+    verify_response_class: ClassVar[type[VerifyResponse]] = VerifyResponse
+    reverify_mode: ClassVar[ReverifyMode] = ReverifyMode.UNKNOWN
+    profile_fn: ClassVar[ProfileFn] = staticmethod(basic_profile)
+
+    def __init__(self, config: RC | Mapping[str, Any]) -> None:
+        super().__init__(config)
+        self.sessions = SessionStore(ttl_s=self.config.session_ttl_s, max_sessions=self.config.max_sessions)
+        self.tools: list[ToolSpec] = collect_tools(type(self))
+
+    # ----------------------------------------------------------------- subclass hooks
+    async def seed_session(self, body: Any) -> BaseModel | Mapping[str, Any] | None:
+        """Initialise the session of an episode from its row (default: nothing)."""
+        return None
+
+    async def verify(self, body: Any) -> VerifyResponse:
+        """Score the episode in ``body`` (a ``verify_request_class`` instance)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement verify()")
+
+    def compute_metrics(self, tasks: list[list[dict[str, Any]]]) -> Mapping[str, Any]:
+        """Environment metrics over tasks (each the list of its verify responses), e.g. pass@k."""
+        return {}
+
+    def get_key_metrics(self, agent_metrics: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The headline subset of ``agent_metrics`` (default: every ``mean/*`` entry)."""
+        return default_key_metrics(agent_metrics)
+
+    # ----------------------------------------------------------------- helpers for subclasses
+    def current_session(self, create: bool = True) -> Session | None:
+        """The session of the request being handled (created unless ``create=False``)."""
+        sid = _SESSION_ID.get()
+        if sid is None:
+            return None
+        return self.sessions.get_or_create(sid) if create else self.sessions.get(sid)
+
+    def verify_response(self, body: BaseModel, **fields: Any) -> VerifyResponse:
+        """A ``verify_response_class`` built from the request's fields plus ``fields`` (no re-validation of
+        the nested request/response models)."""
+        cls = self.verify_response_class
+        values = {
+            name: getattr(body, name)
+            for name in cls.model_fields
+            if name not in fields and hasattr(body, name)
+        }
+        values.update(fields)
+        return cls.model_validate(values)
+
+    def function_tools(self) -> list[FunctionTool]:
+        """OpenAI function-tool declarations of this server's tools."""
+        return [spec.function_tool() for spec in self.tools]
+
+    # ----------------------------------------------------------------- routes
+    def setup_routes(self, app: FastAPI) -> None:
+        app.add_api_route("/seed_session", self._seed_route, methods=["POST"])
+        app.add_api_route("/verify", self._verify_route, methods=["POST"])
+        app.add_api_route("/aggregate_metrics", self._aggregate_route, methods=["POST"])
+        app.add_api_route("/reverify_mode", self._reverify_mode_route, methods=["GET"])
+        for spec in self.tools:
+            app.add_api_route(f"/{spec.name}", self._tool_route(spec), methods=["POST"], name=spec.name)
+
+    async def _seed_route(self, request: Request) -> Response:
+        body = parse_body(self.seed_session_request_class, await request.body())
+        token = _SESSION_ID.set(self.session_id(request))
+        try:
+            return to_response(await self.seed_session(body))
+        finally:
+            _SESSION_ID.reset(token)
+
+    async def _verify_route(self, request: Request) -> Response:
+        body = parse_body(self.verify_request_class, await request.body())
+        token = _SESSION_ID.set(self.session_id(request))
+        try:
+            result = await self.verify(body)
+        except JudgeError as exc:
+            self.log.warning("judge failed: %s", exc)
+            failed = body.model_dump(mode="json") | {
+                keys.REWARD: 0.0,
+                keys.FAILURE_CLASS: "judge_failed",
+                FAILURE_JUDGE_ERROR: f"{type(exc).__name__}: {exc}",
+            }
+            return json_response(failed)
+        finally:
+            _SESSION_ID.reset(token)
+        return model_response(result)
+
+    async def _aggregate_route(self, request: Request) -> Response:
+        body = parse_body(AggregateMetricsRequest, await request.body())
+        result = await asyncio.to_thread(
+            compute_aggregate_metrics,
+            body.verify_responses,
+            compute_metrics=self.compute_metrics,
+            key_metrics=self.get_key_metrics,
+            profile=type(self).profile_fn,
+        )
+        return model_response(result)
+
+    async def _reverify_mode_route(self) -> Response:
+        return json_response(str(self.reverify_mode.value))
+
+    def _tool_route(self, spec: ToolSpec) -> Any:
+        method = getattr(self, spec.method_name)
+
+        async def route(request: Request) -> Response:
+            args = parse_body(spec.args_model, await request.body())
+            sid = self.session_id(request)
+            token = _SESSION_ID.set(sid)
+            try:
+                if spec.takes_session:
+                    result = await method(args, session=self.sessions.get_or_create(sid))
+                else:
+                    result = await method(args)
+            finally:
+                _SESSION_ID.reset(token)
+            return to_response(result)
+
+        return route

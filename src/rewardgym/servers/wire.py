@@ -1,0 +1,96 @@
+"""Fast JSON in and out of handlers: orjson/pydantic-core serialisation and strict body parsing.
+
+Contract:
+- :func:`json_response` / :func:`model_response` build responses without FastAPI's generic encoder.
+- :func:`parse_body` validates raw request bytes straight into a pydantic model (pydantic-core's JSON
+  parser) and raises FastAPI's ``RequestValidationError`` with ``loc`` starting at ``"body"`` on failure,
+  so the app answers HTTP 422 naming the field. An empty body is parsed as ``{}``.
+- :func:`error_body` is the one shape of every error answer:
+  ``{"error": {"server": "<Class>___<name>", "type": ..., "message": ...}}`` (plus ``detail`` for
+  FastAPI compatibility where FastAPI would have one).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import orjson
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+from starlette.responses import Response
+
+M = TypeVar("M", bound=BaseModel)
+
+JSON_MEDIA = "application/json"
+
+
+def json_response(content: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """A JSON response serialised with orjson."""
+    return Response(orjson.dumps(content), status_code=status, headers=headers, media_type=JSON_MEDIA)
+
+
+def raw_json_response(body: bytes, status: int = 200) -> Response:
+    """A response whose body is already JSON bytes (forwarded verbatim)."""
+    return Response(body, status_code=status, media_type=JSON_MEDIA)
+
+
+def model_response(model: BaseModel, *, exclude_unset: bool = False, status: int = 200) -> Response:
+    """A pydantic model serialised by pydantic-core (fields the class declares, extras if it allows)."""
+    body = model.__pydantic_serializer__.to_json(model, exclude_unset=exclude_unset)
+    return Response(body, status_code=status, media_type=JSON_MEDIA)
+
+
+def validation_errors(
+    exc: ValidationError, prefix: tuple[str | int, ...] = ("body",)
+) -> list[dict[str, Any]]:
+    """Pydantic errors as FastAPI-style entries with ``loc`` prefixed (input values are not echoed)."""
+    return [
+        {"type": err["type"], "loc": [*prefix, *err["loc"]], "msg": err["msg"]}
+        for err in exc.errors(include_url=False, include_input=False, include_context=False)
+    ]
+
+
+def parse_body(model: type[M], body: bytes, prefix: tuple[str | int, ...] = ("body",)) -> M:
+    """Validate JSON bytes into ``model``; ``RequestValidationError`` (→ HTTP 422) naming the field."""
+    try:
+        return model.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        raise RequestValidationError(validation_errors(exc, prefix)) from None
+
+
+def parse_value(model: type[M], value: Any, prefix: tuple[str | int, ...]) -> M:
+    """Validate an already-parsed value into ``model``; 422 naming the field under ``prefix``."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise RequestValidationError(validation_errors(exc, prefix)) from None
+
+
+def load_json_object(body: bytes) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object; 422 otherwise."""
+    try:
+        value = orjson.loads(body or b"{}")
+    except orjson.JSONDecodeError as exc:
+        raise RequestValidationError(
+            [{"type": "json_invalid", "loc": ["body"], "msg": f"Invalid JSON: {exc}"}]
+        ) from None
+    if not isinstance(value, dict):
+        raise RequestValidationError(
+            [{"type": "dict_type", "loc": ["body"], "msg": "Input should be a JSON object"}]
+        )
+    return value
+
+
+def describe_validation(errors: list[dict[str, Any]], limit: int = 5) -> str:
+    """One line naming the failing fields: ``body.a.b: msg; body.c: msg``."""
+    parts = [
+        ".".join(str(p) for p in err.get("loc", ())) + f": {err.get('msg', '')}" for err in errors[:limit]
+    ]
+    if len(errors) > limit:
+        parts.append(f"… and {len(errors) - limit} more")
+    return "; ".join(parts)
+
+
+def error_body(server: str, kind: str, message: str, **extra: Any) -> dict[str, Any]:
+    """The JSON body of every error answer."""
+    return {**extra, "error": {"server": server, "type": kind, "message": message}}
