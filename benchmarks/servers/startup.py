@@ -28,7 +28,7 @@ GYM = [sys.executable, "-m", "rewardgym"]
 CONFIG = """\
 policy_model:
   responses_api_models:
-    rewardgym.servers.openai_model:OpenAIModel:
+    openai_model:
       openai_base_url: ${policy_base_url}
       openai_api_key: ${policy_api_key}
       openai_model: ${policy_model_name}

@@ -1,4 +1,4 @@
-"""Fixtures for tests against the real embedded model (llama.cpp child serving SmolLM2-135M)."""
+"""Fixtures of the model tests: the real embedded model (llama.cpp + SmolLM2-135M) and the stub upstream."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from rewardgym.models.embedded import EmbeddedLlama, LlamaServerOptions, ensure_model
+from tests.stubs.fixtures import serve, stub  # the real HTTP stub upstream; servers on real ports
+
+__all__ = ["llama", "model_path", "serve", "stub"]
 
 
 @pytest.fixture(scope="session")

@@ -281,3 +281,42 @@ def test_unreachable_upstream(setup: dict[str, Any]) -> None:
     assert gym.finish(timeout=60) == 1
     assert f"model endpoint http://127.0.0.1:{dead}/v1 did not answer" in gym.text
     assert "All 3 servers ready" not in gym.text
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_default_embedded_model_end_to_end(tmp_path: Path) -> None:
+    """`gym env start --resources-server mcqa` with no model flag runs the embedded model: a real rollout."""
+    head = free_port()
+    logs = tmp_path / "logs"
+    gym = Gym(["--resources-server", "mcqa", "--log-dir", str(logs), f"++head_server.port={head}"], REPO_ROOT)
+    try:
+        assert gym.wait_for("All 3 servers ready", timeout=300), gym.text
+        table = {row["name"]: row for row in instances(head)}
+        assert table["policy_model"]["implementation"] == "embedded_model"
+
+        row = orjson.loads((EXAMPLES / "mcqa" / "example.jsonl").read_text().splitlines()[0])
+        row["responses_create_params"]["max_output_tokens"] = 48  # keep the 135M model's answer short
+        result = call(table["mcqa_simple_agent"]["url"], "POST", "/run", json=row, timeout=180)
+        assert result.status == 200, result.body
+        body = result.json()
+        assert body["reward"] in (0.0, 1.0)
+        assert "extracted_answer" in body and body["expected_answer"] == row["expected_answer"]
+        assert body["reward"] == (1.0 if body["extracted_answer"] == row["expected_answer"] else 0.0)
+        usage = body["response"]["usage"]
+        assert usage["input_tokens"] > 0 and 0 < usage["output_tokens"] <= 48
+        assert body["response"]["model"] == "SmolLM2-135M-Instruct"
+        assert (logs / "policy_model.llama.log").stat().st_size > 0
+
+        # The llama.cpp child dies → the model server stops → the supervisor stops everything (exit 1).
+        [llama] = psutil.Process(table["policy_model"]["pid"]).children()
+        llama.kill()
+        assert gym.finish(timeout=60) == 1
+        assert "server 'policy_model' exited" in gym.text, gym.text
+        assert "the embedded llama.cpp server" in gym.text and "exited with code -9" in gym.text
+        assert "Traceback" not in gym.text
+        assert pids_gone([row["pid"] for row in table.values()])
+    finally:
+        if gym.proc.poll() is None:
+            gym.proc.kill()
+            gym.proc.wait()

@@ -1,6 +1,8 @@
 """The ``gym`` command: entry point, command groups and error reporting.
 
-Every command module registers itself on one of the groups below. Errors a user can cause are
+Every command module registers itself on one of the groups below; only the modules of the group being run
+are imported (``_MODULE_GROUPS``), so ``gym env start`` does not pay for the profiler's or the collector's
+imports (``gym`` alone, ``--help`` and unknown commands import every module so the listing is complete). Errors a user can cause are
 :class:`~rewardgym.errors.RewardGymError`: printed as one ``Error: …`` line on stderr with exit code 2 (usage)
 or 1 (runtime). Tracebacks are shown only with ``--debug`` (or ``REWARDGYM_DEBUG=1``).
 """
@@ -14,7 +16,7 @@ from importlib import import_module
 
 import typer
 
-from rewardgym import __version__
+import rewardgym
 from rewardgym.errors import RewardGymError
 
 app = typer.Typer(
@@ -38,16 +40,30 @@ _COMMAND_MODULES = (
     "rewardgym.cli.profile_cmd",
     "rewardgym.cli.env_cmd",
     "rewardgym.cli.run_cmd",
+    "rewardgym.cli.reverify_cmd",
     "rewardgym.cli.model_cmd",
     "rewardgym.cli.envlist_cmd",
 )
+
+# The command group (first command word) each module registers on. A module not listed here is imported for
+# every command; a listed one only when its group runs (or for `gym`, `--help` and unknown commands).
+_MODULE_GROUPS = {
+    "rewardgym.cli.config_cmd": "config",
+    "rewardgym.cli.profile_cmd": "eval",
+    "rewardgym.cli.env_cmd": "env",
+    "rewardgym.cli.run_cmd": "eval",
+    "rewardgym.cli.reverify_cmd": "eval",
+    "rewardgym.cli.model_cmd": "model",
+    "rewardgym.cli.envlist_cmd": "env",
+}
+_ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
 
 _DEBUG = {"enabled": False}
 
 
 def _version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"rewardgym {__version__}")
+        typer.echo(f"rewardgym {rewardgym.__version__}")
         raise typer.Exit()
 
 
@@ -61,8 +77,27 @@ def _root(
     _DEBUG["enabled"] = debug
 
 
-def _load_commands() -> None:
+def _command_word(args: list[str]) -> str | None:
+    """The command group named on the command line (``env`` of ``gym --debug env start``); ``None`` when
+    there is none or the root help is asked for before it."""
+    for arg in args:
+        if arg == "--help":
+            return None
+        if arg in _ROOT_FLAGS:
+            continue
+        return None if arg.startswith("-") else arg
+    return None
+
+
+def _load_commands(args: list[str] | None = None) -> None:
+    """Import the command modules the command line needs (all of them without ``args``)."""
+    word = _command_word(args) if args is not None else None
+    known = {"env", "eval", "config", *_MODULE_GROUPS.values()}
+    everything = word is None or word not in known
     for module in _COMMAND_MODULES:
+        group = _MODULE_GROUPS.get(module)
+        if not everything and group is not None and group != word:
+            continue
         try:
             import_module(module)
         except ModuleNotFoundError as exc:
@@ -79,8 +114,8 @@ def _report(message: str, code: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
-    _load_commands()
     args = sys.argv[1:] if argv is None else argv
+    _load_commands(args)
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     try:
         app(args=args, prog_name="gym", standalone_mode=False)

@@ -26,7 +26,8 @@ def _short(text: str) -> str:
 
 
 class AgentClient:
-    """Posts materialized rows to ``<agent url>/run``."""
+    """Posts rows to ``<url of the row's agent><path>`` (``/run``; ``/verify`` of a resources server for
+    reverify, where the map sends each agent name to its resources server's URL)."""
 
     def __init__(
         self,
@@ -36,8 +37,9 @@ class AgentClient:
         connect_timeout_s: float = 10.0,
         max_connections: int = 256,
         headers: Mapping[str, str] | None = None,
+        path: str = "/run",
     ) -> None:
-        self._urls = {name: url.rstrip("/") + "/run" for name, url in agent_urls.items()}
+        self._urls = {name: url.rstrip("/") + path for name, url in agent_urls.items()}
         self._timeout = aiohttp.ClientTimeout(total=rollout_timeout_s, connect=connect_timeout_s)
         self._max_connections = max_connections
         self._headers = {"Content-Type": "application/json", **(headers or {})}
@@ -58,7 +60,7 @@ class AgentClient:
             self._session = None
 
     async def run(self, row: dict[str, Any]) -> dict[str, Any]:
-        """One ``/run`` attempt; raises :class:`AttemptFailure` on any failure."""
+        """One attempt; raises :class:`AttemptFailure` on any failure."""
         if self._session is None:
             raise RuntimeError("AgentClient used outside 'async with'")
         ref = row.get(keys.AGENT_REF) or {}

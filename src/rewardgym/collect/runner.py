@@ -173,7 +173,7 @@ def _prepare(settings: CollectSettings, outputs: RunOutputs, out: IO[str]) -> tu
     return total, PriorRun()
 
 
-def _failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> dict[str, Any]:
+def failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> dict[str, Any]:
     record: dict[str, Any] = {
         keys.TASK_INDEX: row[keys.TASK_INDEX],
         keys.ROLLOUT_INDEX: row[keys.ROLLOUT_INDEX],
@@ -222,7 +222,7 @@ async def run_collection(
         progress.success(row[keys.AGENT_REF]["name"], float(result[keys.REWARD]))
 
     def on_failure(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
-        failures.write(_failure_row(row, failure, attempts))
+        failures.write(failure_row(row, failure, attempts))
         progress.failure()
 
     def on_retry(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:

@@ -213,7 +213,7 @@ def responses_to_chat(params: ResponseCreateParams) -> ChatDict:
         body["reasoning_effort"] = effort
     if params.tools:
         body["tools"] = [chat_tool(tool) for tool in params.tools]
-        if "tool_choice" in given:
+        if "tool_choice" in given and params.tool_choice is not None:
             body["tool_choice"] = chat_tool_choice(params.tool_choice)
         if "parallel_tool_calls" in given:
             body["parallel_tool_calls"] = params.parallel_tool_calls

@@ -46,7 +46,7 @@ from rewardgym.servers.model import CallContext
 WATCH_INTERVAL_S = 0.25
 
 
-class EmbeddedModelServerConfig(ChatServerConfig, EmbeddedModelConfig):
+class EmbeddedModelServerConfig(EmbeddedModelConfig, ChatServerConfig):
     """Settings of an ``embedded_model`` instance (server fields + :class:`EmbeddedModelConfig`)."""
 
     exit_when_llama_exits: bool = True

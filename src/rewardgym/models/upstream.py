@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import Mapping
-from typing import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager
 
 from pydantic import SecretStr
 

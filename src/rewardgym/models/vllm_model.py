@@ -30,7 +30,7 @@ from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.model import CallContext
 
 
-class VLLMModelServerConfig(ChatServerConfig, VLLMModelConfig):
+class VLLMModelServerConfig(VLLMModelConfig, ChatServerConfig):
     """Settings of a ``vllm_model`` instance (server fields + :class:`VLLMModelConfig`)."""
 
 

@@ -14,9 +14,11 @@ Contract of :class:`BaseServer` (generic over its pydantic config class, declare
 
 :func:`build_app` adds to every server:
 - ``GET /`` liveness → ``{"status": "ok", "name": <instance>}`` (never authenticated);
-- the guard middleware (auth token, request-size limit → 413, session id, last-resort 500) inside a Starlette
-  ``SessionMiddleware`` whose signed cookie is named ``server_id`` (secret: ``session_secret`` or a random
-  per-start key);
+- the gate (auth token, request-size limit → 413, session id in a Starlette-compatible signed cookie named
+  ``server_id`` — secret: ``session_secret`` or a random per-start key — re-sent on every response) and a
+  last-resort 500 (:mod:`rewardgym.servers.middleware`);
+- direct dispatch of simple routes (:class:`~rewardgym.servers.app.ServerApp`: the app is a FastAPI app whose
+  ``async (request) -> Response`` routes skip FastAPI's per-request machinery);
 - error answers ``{"error": {"server", "type", "message"}}``: 422 for invalid bodies (with FastAPI's
   ``detail`` list naming each field), the handler's status for :class:`ApiError`, 502/504 for upstream
   failures, 400 for other :class:`~rewardgym.errors.RewardGymError`, 404/405 with ``detail`` as FastAPI
@@ -35,7 +37,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, SecretStr, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.responses import Response
 
 from rewardgym.config.secrets import redact_text, register_secret, register_secrets_in
@@ -43,8 +44,9 @@ from rewardgym.errors import ConfigError, RewardGymError
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import ApiError, UpstreamError
 from rewardgym.servers.http import HttpClient
+from rewardgym.servers.app import ServerApp
 from rewardgym.servers.logs import server_logger
-from rewardgym.servers.middleware import SESSION_ID_KEY, GuardMiddleware
+from rewardgym.servers.middleware import SESSION_ID_KEY, Gate
 from rewardgym.servers.wire import describe_validation, error_body, json_response
 
 C = TypeVar("C", bound=ServerConfig)
@@ -143,10 +145,19 @@ def build_app(server: BaseServer[Any]) -> FastAPI:
         finally:
             await server.on_shutdown()
 
-    app = FastAPI(
+    token = server.config.auth_token
+    gate = Gate(
+        server_id=server.server_id,
+        max_request_bytes=server.config.max_request_bytes,
+        auth_token=token.get_secret_value() if token else None,
+        session_secret=server.session_secret,
+        logger=server.log,
+    )
+    app = ServerApp(
+        gate=gate,
         title=server.server_id,
         lifespan=lifespan,
-        telemetry=_NO_TELEMETRY,  # type: ignore[arg-type]
+        telemetry=_NO_TELEMETRY,
         redoc_url=None,
     )
     app.state.server = server
@@ -195,14 +206,4 @@ def build_app(server: BaseServer[Any]) -> FastAPI:
     app.add_exception_handler(RewardGymError, on_gym_error)
 
     server.setup_routes(app)
-
-    token = server.config.auth_token
-    app.add_middleware(
-        GuardMiddleware,
-        server_id=sid,
-        max_request_bytes=server.config.max_request_bytes,
-        auth_token=token.get_secret_value() if token else None,
-        logger=log,
-    )
-    app.add_middleware(SessionMiddleware, secret_key=server.session_secret, session_cookie=sid)
     return app

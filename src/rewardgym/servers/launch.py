@@ -2,7 +2,7 @@
 
 Contract:
 - :func:`uvicorn_config` is the one place uvicorn is configured: uvloop and httptools when importable,
-  access log off, lifespan on, keep-alive 30 s (longer than the client pool's 15 s, so the client closes
+  access log off, no proxy-header rewriting (servers talk to each other directly), lifespan on, keep-alive 30 s (longer than the client pool's 15 s, so the client closes
   idle connections first), graceful shutdown bounded by the server's ``graceful_shutdown_s``.
 - :func:`check_port_free` raises :class:`~rewardgym.errors.ServerError` naming host:port when it cannot be
   bound (used before launching, so "port in use" is a clear error rather than a dead child).
@@ -19,13 +19,15 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import Any
-
-import uvicorn
-from starlette.types import ASGIApp
+from typing import TYPE_CHECKING, Any
 
 from rewardgym.errors import ServerError
-from rewardgym.servers.base import BaseServer
+
+if TYPE_CHECKING:  # uvicorn and the server base (FastAPI) are imported on use: check_port_free stays light
+    import uvicorn
+    from starlette.types import ASGIApp
+
+    from rewardgym.servers.base import BaseServer
 
 
 def _loop_kind() -> str:
@@ -40,6 +42,8 @@ def uvicorn_config(
     server: BaseServer[Any], *, host: str | None = None, port: int | None = None
 ) -> uvicorn.Config:
     """uvicorn settings for ``server`` (binding ``host``/``port``, defaulting to its config)."""
+    import uvicorn
+
     return uvicorn.Config(
         server.build_app(),
         host=host if host is not None else server.config.host,
@@ -49,6 +53,7 @@ def uvicorn_config(
         lifespan="on",
         log_config=None,
         access_log=False,
+        proxy_headers=False,
         timeout_keep_alive=30,
         timeout_graceful_shutdown=max(1, math.ceil(server.config.graceful_shutdown_s)),
         server_header=False,
@@ -71,6 +76,8 @@ def check_port_free(host: str, port: int) -> None:
 
 def serve_forever(server: BaseServer[Any]) -> None:
     """Run ``server`` in this process until SIGINT/SIGTERM (the child-process entry point uses this)."""
+    import uvicorn
+
     check_port_free(server.config.host, server.config.port)
     uvicorn.Server(uvicorn_config(server)).run()
 
@@ -84,6 +91,10 @@ class ThreadedServer:
     def __init__(
         self, target: BaseServer[Any] | ASGIApp, *, host: str = "127.0.0.1", port: int = 0, name: str = "app"
     ) -> None:
+        import uvicorn
+
+        from rewardgym.servers.base import BaseServer
+
         if isinstance(target, BaseServer):
             config = uvicorn_config(target, host=host, port=port)
             name = target.config.name

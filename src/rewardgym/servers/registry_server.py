@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from fastapi import FastAPI
 from starlette.responses import Response
 
-from rewardgym import __version__
+import rewardgym
 from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import UpstreamError
@@ -64,7 +64,7 @@ class HeadServer(BaseServer[HeadServerConfig]):
         return json_response([record.model_dump(mode="json") for record in self._instances()])
 
     async def _supervisor_route(self) -> Response:
-        return json_response({"pid": self._pid, "started_at": self._started_at, "version": __version__})
+        return json_response({"pid": self._pid, "started_at": self._started_at, "version": rewardgym.__version__})
 
     async def _probe(self, record: InstanceRecord) -> dict[str, Any]:
         started = time.perf_counter()

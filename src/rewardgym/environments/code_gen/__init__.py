@@ -6,5 +6,10 @@ dedicated uid, private temporary folders); the reward is 1.0 iff every test pass
 
 Modules: :mod:`.verifier` (verify), :mod:`.config`, :mod:`.grading` (comparisons, in the server),
 :mod:`.sandbox` and :mod:`.isolation` (launching and confining runs), :mod:`.sandbox_child` (the confined
-child) and :mod:`.lcb_execution` (LiveCodeBench execution inside it). The HTTP server class is added on top.
+child) and :mod:`.lcb_execution` (LiveCodeBench execution inside it); :mod:`.app` is the HTTP server
+(imported here so that the registry finds ``resources_servers/code_gen``).
 """
+
+from rewardgym.environments.code_gen.app import CodeGenServer
+
+__all__ = ["CodeGenServer"]

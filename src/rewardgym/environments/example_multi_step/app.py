@@ -7,10 +7,12 @@ Contract (registered as resources server ``example_multi_step``):
 - ``POST /get_synonym_value {"synonym": str}`` → ``{"synonym_value": int}`` and
   ``POST /extract_synonym_values {"synonym_values": [int]}`` → ``{"success": true}`` (:mod:`.tools`,
   stateless). Their declarations carry the rows' descriptions (which quote the result schemas) and the rows'
-  ``parameters`` without the per-property ``title`` (the server strips titles from tool schemas).
+  ``parameters``, except that the shared tool machinery strips the per-property ``title`` keys and trims the
+  descriptions' trailing newline.
 - ``POST /verify`` → :func:`.verifier.verify` (reward, ``parsed_synonym_values``, ``accuracy``,
   ``set_overlap``, ``original_term_minefield_hit``, ``order_instruction_following_failure``).
-- ``GET /reverify_mode`` → ``"stateless"`` (verify reads only the row and the response; NeMo Gym: ``unknown``).
+- ``GET /reverify_mode`` → ``"stateless"`` (verify reads only the row and the response; NeMo Gym:
+  ``unknown``).
 - Metrics: the statistics baseline plus ``pass@k`` / ``pass@1[avg-of-k]`` of the reward as ``accuracy``; key
   metrics are every ``mean/*`` entry and those two families at the largest k.
 """

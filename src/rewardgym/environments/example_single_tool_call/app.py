@@ -4,9 +4,10 @@ Contract (registered as resources server ``example_single_tool_call``):
 
 - Config: :class:`ExampleSingleToolCallServerConfig` = the resources-server fields (unknown keys are errors)
   plus :class:`~.verifier.ExampleSingleToolCallConfig` (no fields).
-- ``POST /get_weather {"city": str}`` → :func:`.tools.get_weather` (stateless; a missing ``city`` is HTTP 422).
+- ``POST /get_weather {"city": str}`` → :func:`.tools.get_weather` (stateless; no ``city`` → HTTP 422).
   Its declaration (``function_tools()``) equals the rows' tool entry (empty description, ``strict`` aside).
-- ``POST /verify`` → :func:`.verifier.verify` (reward 1.0; keys ``responses_create_params, response, reward``).
+- ``POST /verify`` → :func:`.verifier.verify` (reward 1.0; keys ``responses_create_params, response,
+  reward``).
 - ``GET /reverify_mode`` → ``"stateless"``: verify reads nothing but the row (NeMo Gym says ``unknown``).
 - Metrics: the default statistics baseline (the reward is constant, pass@k would say nothing).
 """

@@ -8,7 +8,8 @@ Contract (registered as resources server ``example_tool_call_multireward``):
   equals the rows' tool entry (``strict`` aside).
 - ``POST /verify`` → :func:`.verifier.verify`: ``reward = correctness + schema_valid + format``, with
   ``reward_components``, the three components as top-level fields, and ``predicted_calls``.
-- ``GET /reverify_mode`` → ``"stateless"`` (verify reads only the row and the response; NeMo Gym: ``unknown``).
+- ``GET /reverify_mode`` → ``"stateless"`` (verify reads only the row and the response; NeMo Gym:
+  ``unknown``).
 - Metrics: the statistics baseline plus ``pass@k`` / ``pass@1[avg-of-k]`` of each component (a missing
   component counts 0); key metrics are every ``mean/*`` entry and those two families at the largest k.
 """

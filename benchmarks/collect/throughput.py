@@ -1,0 +1,168 @@
+"""Collection throughput and CPU per rollout through the real stack against an instant stub upstream.
+
+Starts the stub upstream (`tests.stubs.openai_stub`, its own process), `gym env start` with mcqa +
+simple_agent + openai_model → stub, then `gym eval run --no-serve` over N rollouts at concurrency C, and
+reports rollouts/s, CPU milliseconds per rollout for each of our processes (collector, agent, environment,
+model server; the stub is reported separately and not counted as ours), and the collector's peak RSS.
+
+    .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256
+    .venv/bin/python benchmarks/collect/throughput.py --rollouts 200000 --concurrency 256 --rss-only
+
+Targets (issue): >= 1,000 rollouts/s and <= 2.5 ms CPU per rollout summed over our processes; collector
+peak RSS flat from 20k to 200k rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "src/rewardgym/environments/mcqa/data/example.jsonl"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, timeout: float = 60.0) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not answer")
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rollouts", type=int, default=20000)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--rss-only", action="store_true", help="only report the collector's peak RSS")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="rg-bench-"))
+    rows = [orjson.loads(line) for line in EXAMPLE.read_bytes().splitlines()]
+    # Distinct tasks (each line unique) so the materialized file really has N rows of N/1 tasks.
+    with open(work / "in.jsonl", "wb") as handle:
+        for i in range(args.rollouts):
+            row = dict(rows[i % len(rows)])
+            row["uuid"] = f"bench-{i}"
+            handle.write(orjson.dumps(row) + b"\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    stub_port, head_port = free_port(), free_port()
+    stub = subprocess.Popen(
+        [sys.executable, "-m", "tests.stubs.openai_stub", "--port", str(stub_port), "--no-record"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_http(f"http://127.0.0.1:{stub_port}/v1/models")
+    (work / "stack.yaml").write_text(
+        "policy_model:\n  responses_api_models:\n    openai_model:\n"
+        f"      openai_base_url: http://127.0.0.1:{stub_port}/v1\n      openai_api_key: bench\n"
+        "      openai_model: stub\n"
+    )
+    servers = subprocess.Popen(
+        [sys.executable, "-m", "rewardgym", "env", "start", "--config", str(work / "stack.yaml"),
+         "--resources-server", "mcqa", f"++head_server.port={head_port}", "--log-dir", str(work / "logs")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert servers.stdout is not None
+    for line in servers.stdout:
+        if "servers ready" in line:
+            break
+    else:
+        raise SystemExit("gym env start failed")
+    import urllib.request
+
+    records = orjson.loads(urllib.request.urlopen(f"http://127.0.0.1:{head_port}/server_instances").read())
+    names = {"supervisor": psutil.Process(servers.pid)}
+    names.update({r["name"]: psutil.Process(r["pid"]) for r in records})
+    before = {name: cpu_seconds(proc) for name, proc in names.items()}
+    stub_before = cpu_seconds(psutil.Process(stub.pid))
+
+    start = time.monotonic()
+    collector = subprocess.Popen(
+        [sys.executable, "-m", "rewardgym", "eval", "run", "--no-serve", "--head-url",
+         f"http://127.0.0.1:{head_port}", "--input", str(work / "in.jsonl"), "--output",
+         str(work / "out" / "rollouts.jsonl"), "--agent", "mcqa_simple_agent", "--concurrency",
+         str(args.concurrency), "--disable-aggregation"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    proc = psutil.Process(collector.pid)
+    peak = {"rss": 0}
+    samples: list[tuple[float, int]] = []
+
+    def sample() -> None:
+        while collector.poll() is None:
+            try:
+                rss = proc.memory_info().rss
+            except psutil.Error:
+                break
+            peak["rss"] = max(peak["rss"], rss)
+            samples.append((time.monotonic() - start, rss))
+            time.sleep(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    collector_cpu = 0.0
+    while collector.poll() is None:
+        try:
+            collector_cpu = cpu_seconds(proc)
+        except psutil.Error:
+            break
+        time.sleep(0.05)
+    wall = time.monotonic() - start
+    sampler.join()
+    if collector.returncode != 0:
+        raise SystemExit(f"collector failed: {collector.stderr.read() if collector.stderr else ''}")
+    done = (work / "out" / "rollouts.jsonl").read_bytes().count(b"\n")
+    after = {name: cpu_seconds(p) for name, p in names.items()}
+    stub_cpu = cpu_seconds(psutil.Process(stub.pid)) - stub_before
+    servers.terminate()
+    servers.wait(timeout=30)
+    stub.terminate()
+
+    print(f"rollouts: {done} / {args.rollouts}, concurrency {args.concurrency}, wall {wall:.2f} s")
+    print(f"collector peak RSS: {peak['rss'] / 2**20:.1f} MiB")
+    print(
+        "RSS samples (s, MiB): "
+        + ", ".join(f"{t:.0f}:{r / 2**20:.0f}" for t, r in samples[:: max(1, len(samples) // 12)])
+    )
+    if args.rss_only:
+        return
+    print(f"throughput: {done / wall:.0f} rollouts/s")
+    total = collector_cpu
+    print(f"  collector: {1000 * collector_cpu / done:.3f} ms CPU/rollout")
+    for name in names:
+        used = after[name] - before[name]
+        total += used
+        print(f"  {name}: {1000 * used / done:.3f} ms CPU/rollout")
+    print(
+        f"ours total: {1000 * total / done:.3f} ms CPU/rollout (stub upstream: {1000 * stub_cpu / done:.3f})"
+    )
+    print(f"load average: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

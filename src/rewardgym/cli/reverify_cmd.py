@@ -1,0 +1,160 @@
+"""``gym eval reverify`` and ``gym eval aggregate`` (see :mod:`rewardgym.collect.reverify`)."""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from rewardgym.cli.config_cmd import (
+    CONFIG_OPTION_NAMES,
+    OVERRIDE_CONTEXT,
+    ConfigOpt,
+    ModelApiKeyOpt,
+    ModelOpt,
+    ModelTypeOpt,
+    ModelUrlOpt,
+    ResourcesServerOpt,
+    SearchDirOpt,
+)
+from rewardgym.cli.main import eval_app
+from rewardgym.cli.overrides import split_overrides
+from rewardgym.collect.aggregate import (
+    compute_aggregate_metrics,
+    format_key_metrics,
+    group_by_agent,
+    write_aggregate_metrics,
+)
+from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.reverify import (
+    RESOURCES_KIND,
+    ReverifySettings,
+    agents_of,
+    output_path,
+    reverify_config,
+    reverify_modes,
+    route_urls,
+    run_reverify,
+)
+from rewardgym.collect.stack import ServedStack, discover_agents
+from rewardgym.config import GymConfig, load_config, load_config_from_flags
+from rewardgym.errors import UsageError
+from rewardgym.io.jsonl import atomic_writer
+from rewardgym.protocol import keys
+
+
+def _say(message: str) -> None:
+    sys.stdout.write(message + "\n")
+    sys.stdout.flush()
+
+
+@eval_app.command("reverify", context_settings=OVERRIDE_CONTEXT)
+def reverify(
+    ctx: typer.Context,
+    inputs: Annotated[Path, typer.Option("--inputs", help="Materialized inputs of the run.")],
+    rollouts: Annotated[Path, typer.Option("--rollouts", help="Rollouts to re-score.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Re-scored rollouts to write.")],
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted reverify.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Also re-score environments not declared stateless (unsafe_ output)."),
+    ] = False,
+    disable_aggregation: Annotated[bool, typer.Option("--disable-aggregation")] = False,
+    log_dir: Annotated[Path | None, typer.Option("--log-dir")] = None,
+    config: ConfigOpt = None,
+    resources_server: ResourcesServerOpt = None,
+    model_type: ModelTypeOpt = None,
+    search_dir: SearchDirOpt = None,
+    model: ModelOpt = None,
+    model_url: ModelUrlOpt = None,
+    model_api_key: ModelApiKeyOpt = None,
+) -> None:
+    """Re-score stored rollouts with the current verifiers (no inference).
+
+    Each materialized row plus its stored response goes straight to the resources server's /verify.
+    """
+    known = [*CONFIG_OPTION_NAMES, "--inputs", "--rollouts", "--output", "--concurrency", "--resume",
+             "--overwrite", "--force", "--disable-aggregation", "--log-dir"]  # fmt: skip
+    overrides = split_overrides(ctx.args, known)
+    cfg = load_config_from_flags(
+        config_paths=config or [], resources_servers=resources_server or [], model_types=model_type or [],
+        search_dirs=search_dir or [], model=model, model_url=model_url, model_api_key=model_api_key,
+        overrides=overrides,
+    )  # fmt: skip
+    served_cfg, routes = reverify_config(cfg)
+    settings = ReverifySettings(
+        inputs=inputs, rollouts=rollouts, output=output, concurrency=concurrency, resume=resume,
+        overwrite=overwrite, force=force, disable_aggregation=disable_aggregation,
+    )  # fmt: skip
+    logs = (log_dir or output.parent / "logs").expanduser().resolve()
+    asyncio.run(_reverify(settings, served_cfg, routes, logs))
+
+
+async def _reverify(settings: ReverifySettings, cfg: GymConfig, routes: dict[str, str], logs: Path) -> None:
+    needed = agents_of(settings.inputs)
+    stack = ServedStack(cfg, log_dir=logs, startup_timeout_s=600.0, notify=_say)
+    await stack.start()
+    try:
+        resource_urls = {inst.name: inst.url for inst in cfg.instances_of(RESOURCES_KIND)}
+        modes = await reverify_modes(resource_urls)
+        unsafe = sorted(name for name, mode in modes.items() if mode != "stateless")
+        if unsafe and not settings.force:
+            raise UsageError(
+                f"resources server(s) {', '.join(unsafe)} do not declare reverify_mode 'stateless' "
+                f"({', '.join(modes[n] for n in unsafe)}): their verify may depend on the episode's session. "
+                "Pass --force to re-score anyway (the output is then named unsafe_*)"
+            )
+        urls = route_urls(routes, resource_urls, needed)
+        out_path = output_path(settings, bool(unsafe))
+        stats, _ = await run_reverify(settings, urls, out_path)
+    finally:
+        await stack.stop()
+    if stats.failed:
+        raise typer.Exit(1)
+
+
+@eval_app.command("aggregate", context_settings=OVERRIDE_CONTEXT)
+def aggregate(
+    ctx: typer.Context,
+    input_globs: Annotated[str, typer.Option("--input", "-i", help="Rollout shards: 'glob[,glob]'.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Merged rollouts file to write.")],
+    no_serve: Annotated[
+        bool, typer.Option("--no-serve", help="Use servers of a running 'gym env start'.")
+    ] = True,
+    head_url: Annotated[str | None, typer.Option("--head-url")] = None,
+) -> None:
+    """Merge rollout shards (sorted by key) and recompute aggregate metrics through the running agents."""
+    overrides = split_overrides(ctx.args, ["--input", "--output", "--no-serve", "--head-url"])
+    paths = sorted({Path(p) for pattern in input_globs.split(",") for p in glob.glob(pattern.strip())})
+    if not paths:
+        raise UsageError(f"no rollout file matches --input {input_globs!r}")
+    cfg = load_config([], overrides, require_complete=False)
+    host, port = cfg.head_server
+    head = head_url or f"http://{host}:{port}"
+    asyncio.run(_aggregate(paths, output, head))
+
+
+async def _aggregate(paths: list[Path], output: Path, head: str) -> None:
+    agents = await discover_agents(head)
+    groups = group_by_agent(paths)
+    merged = sorted(
+        (orjson.loads(line) for path in paths for line in path.read_bytes().splitlines() if line.strip()),
+        key=lambda r: (r.get(keys.TASK_INDEX, 0), r.get(keys.ROLLOUT_INDEX, 0)),
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_writer(output) as handle:
+        for row in merged:
+            handle.write(orjson.dumps(row) + b"\n")
+    entries = await compute_aggregate_metrics(groups, agents)
+    target = RunOutputs(output).aggregate_metrics
+    write_aggregate_metrics(target, entries)
+    _say(format_key_metrics(entries))
+    _say(f"\nMerged {len(merged)} rollouts from {len(paths)} file(s) into {output}")
+    _say(f"Aggregate metrics: {target}")

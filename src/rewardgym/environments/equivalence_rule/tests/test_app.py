@@ -1,0 +1,134 @@
+"""equivalence_rule over real HTTP: recorded-rollout compatibility, bad input, configs, registration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardgym.config import load_config_from_flags
+from rewardgym.environments.equivalence_rule.app import EquivalenceRuleServer
+from rewardgym.environments.equivalence_rule.tests.test_equivalence_rule import (
+    DATA,
+    _lines,
+    _prompt,
+    _request,
+)
+from rewardgym.errors import ConfigError
+from rewardgym.protocol import Response, ResponseCreateParams, dump
+from rewardgym.registry import lookup
+from rewardgym.servers.config import HttpClientConfig
+from rewardgym.servers.http import HttpClient, HttpReply
+from rewardgym.servers.launch import ThreadedServer
+from rewardgym.servers.plan import child_specs, validate_specs
+from rewardgym.servers.spec import server_class
+
+STAMPS = {"_ng_task_index", "_ng_rollout_index", "agent_ref"}
+"""Columns the collector adds to a rollout row (``agent_ref`` is also a row field here, echoed)."""
+POLICY = ["++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=dummy", "++policy_model_name=m"]
+ECHOED_ROW_FIELDS = ("expected_answer", "question", "dataset", "source", "hashid", "context_length")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ThreadedServer]:
+    config = {"name": "lc_equivalence_rule", "log_level": "WARNING", "grading_rule": "exact"}
+    with ThreadedServer(EquivalenceRuleServer(config)) as running:
+        yield running
+
+
+async def post(url: str, body: Any) -> HttpReply:
+    async with HttpClient(HttpClientConfig(max_attempts=1)) as http:
+        return await http.post(url, json=body, raise_for_status=False)
+
+
+def assert_echoed(ours: dict[str, Any], row: dict[str, Any], response: dict[str, Any]) -> None:
+    """The answer echoes the posted params and response unchanged (compared as validated wire models)."""
+    assert Response.model_validate(ours["response"]) == Response.model_validate(response)
+    params = ResponseCreateParams.model_validate
+    assert params(ours["responses_create_params"]) == params(row["responses_create_params"])
+
+
+async def test_http_compatibility_with_recorded_rollouts(server: ThreadedServer) -> None:
+    examples = _lines(DATA / "example.jsonl")
+    by_prompt = {_prompt(row): index for index, row in enumerate(examples)}
+    rollouts = _lines(DATA / "example_rollouts.jsonl")
+    pairs = sorted(((by_prompt[_prompt(r)], r) for r in rollouts), key=lambda pair: pair[0])
+    assert [index for index, _ in pairs] == [0, 1, 2, 3, 4]
+    table = ["equivalence_rule (exact) over HTTP: row | ours reward / score | NeMo Gym reward / score | note"]
+    for index, rollout in pairs:
+        row = examples[index]
+        reply = await post(f"{server.url}/verify", {**row, "response": rollout["response"]})
+        assert reply.status == 200, reply.text()
+        ours = reply.json()
+        assert set(ours) - STAMPS == set(rollout) - STAMPS
+        assert ours["agent_ref"] == row["agent_ref"] == rollout["agent_ref"]
+        assert (ours["reward"], ours["equivalence_score"]) == (
+            rollout["reward"],
+            rollout["equivalence_score"],
+        )
+        for key in ECHOED_ROW_FIELDS:
+            assert ours[key] == rollout[key], key
+        assert_echoed(ours, row, rollout["response"])
+        table.append(
+            f"  {index} | {ours['reward']} / {ours['equivalence_score']} | "
+            f"{rollout['reward']} / {rollout['equivalence_score']} | match"
+        )
+    print("\n" + "\n".join(table))
+
+
+async def test_missing_expected_answer_is_422_naming_it(server: ThreadedServer) -> None:
+    row = dump(_request(["Paris"], "Paris"))
+    del row["expected_answer"]
+    reply = await post(f"{server.url}/verify", row)
+    assert reply.status == 422
+    assert ["body", "expected_answer"] in [entry["loc"] for entry in reply.json()["detail"]]
+
+
+async def test_no_assistant_message_scores_zero_and_extras_are_echoed(server: ThreadedServer) -> None:
+    row = {**dump(_request([], "Paris")), "hashid": "h1", "reward": 7.0}
+    row["response"]["output"] = [{"type": "reasoning", "id": "rs_1", "summary": []}]
+    reply = await post(f"{server.url}/verify", row)
+    assert reply.status == 200
+    ours = reply.json()
+    assert (ours["reward"], ours["equivalence_score"], ours["hashid"]) == (0.0, 0.0, "h1")
+
+
+async def test_config_rule_applies_over_http() -> None:
+    config = {"name": "eq", "log_level": "WARNING", "grading_rule": "seq_match"}
+    with ThreadedServer(EquivalenceRuleServer(config)) as seq:
+        reply = await post(f"{seq.url}/verify", dump(_request(["hello world"], "hello")))
+    assert reply.json()["reward"] == pytest.approx(0.625)
+
+
+async def test_reverify_mode_is_stateless(server: ThreadedServer) -> None:
+    async with HttpClient() as http:
+        reply = await http.get(f"{server.url}/reverify_mode")
+    assert reply.json() == "stateless"
+
+
+@pytest.mark.parametrize("selector", ["equivalence_rule", "equivalence_rule/lc"])
+def test_both_selectors_build_nemo_gym_instance_names(selector: str, tmp_path: Path) -> None:
+    cfg = load_config_from_flags(
+        resources_servers=[selector],
+        model_types=["openai_model"],
+        overrides=POLICY,
+        env_yaml=False,
+        cwd=tmp_path,
+    )
+    assert set(cfg.instances) == {"policy_model", "lc_equivalence_rule", "lc_equivalence_rule_simple_agent"}
+    specs = child_specs(cfg, log_dir=tmp_path)
+    validate_specs(specs)
+    spec = next(spec for spec in specs if spec.kind == "resources_servers")
+    built = server_class(spec.kind, spec.implementation)(spec.config)
+    assert isinstance(built, EquivalenceRuleServer)
+    assert (built.config.name, built.config.grading_rule) == ("lc_equivalence_rule", "exact")
+
+
+def test_registered_and_config_fields_checked() -> None:
+    assert lookup("resources_servers", "equivalence_rule") is EquivalenceRuleServer
+    with pytest.raises(ConfigError, match=r"eq\.grading_rul: unknown field"):
+        EquivalenceRuleServer({"name": "eq", "grading_rul": "exact"})
+    with pytest.raises(ConfigError, match="name: Field required"):
+        EquivalenceRuleServer({"grading_rule": "exact"})

@@ -1,0 +1,217 @@
+"""example_multi_step over real HTTP: recorded rewards and diagnostics via ``/verify``, the tools, bad input,
+metrics, and full episodes through ``simple_agent`` with the stub model replaying the recorded calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+from tests.stubs.client import call
+
+from rewardgym.agents.simple_agent import SimpleAgent
+from rewardgym.environments.example_multi_step.app import ExampleMultiStepServer
+from rewardgym.environments.example_multi_step.tests.test_example_multi_step import EXTRAS, _lines, _matched
+from rewardgym.errors import ConfigError
+from rewardgym.registry import lookup
+from rewardgym.servers.launch import ThreadedServer
+
+NAME = "example_multi_step"
+ROOT = Path(__file__).resolve().parents[1]
+ROW = _lines(ROOT / "data" / "example.jsonl")[0]
+Serve = Callable[[Any], ThreadedServer]
+Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
+
+
+def _stamps_removed(rollout: dict[str, Any]) -> set[str]:
+    return {k for k in rollout if not k.startswith("_ng_") and k != "agent_ref"}
+
+
+def _model_turns(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recorded output as the model's turns (stub script entries): the items between tool outputs."""
+    turns: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = []
+    for item in output:
+        if item["type"] == "function_call_output":
+            if current:
+                turns.append({"output": current})
+                current = []
+        else:
+            current.append(item)
+    return [*turns, {"output": current}] if current else turns
+
+
+def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
+    return serve(
+        SimpleAgent(
+            {
+                "name": f"{NAME}_simple_agent",
+                "resources_server": {"type": "resources_servers", "name": NAME},
+                "model_server": {"type": "responses_api_models", "name": "policy_model"},
+                "peers": {NAME: env_url, "policy_model": model_url},
+                "http": {"max_attempts": 1},
+            }
+        )
+    )
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+
+@pytest.fixture
+def env(serve: Serve) -> ThreadedServer:
+    return serve(ExampleMultiStepServer({"name": NAME}))
+
+
+def test_registered_and_configured_from_the_yaml() -> None:
+    assert lookup("resources_servers", NAME) is ExampleMultiStepServer
+    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
+    assert isinstance(document, dict)
+    server = ExampleMultiStepServer({**document[NAME]["resources_servers"][NAME], "name": NAME})
+    assert server.config.description == "Multi-step tool calling"
+    with pytest.raises(ConfigError, match=rf"{NAME}\.max_steps: unknown field"):
+        ExampleMultiStepServer({"name": NAME, "max_steps": 3})
+
+
+def _as_served(tool: dict[str, Any]) -> dict[str, Any]:
+    """A row's tool without what the server's declarations drop: the per-property ``title`` and the
+    description's trailing newline (see README)."""
+    parameters = tool["parameters"]
+    properties = {
+        key: {k: v for k, v in schema.items() if k != "title"}
+        for key, schema in parameters["properties"].items()
+    }
+    served = parameters | {"properties": properties}
+    return tool | {"parameters": served, "description": tool["description"].strip()}
+
+
+def test_tool_declarations_equal_the_rows() -> None:
+    server = ExampleMultiStepServer({"name": NAME})
+    declared = [spec.function_tool(strict=True).model_dump(mode="json") for spec in server.tools]
+    for row in _lines(ROOT / "data" / "example.jsonl"):
+        assert declared == [_as_served(tool) for tool in row["responses_create_params"]["tools"]]
+
+
+def test_http_compatibility_with_recorded_rollouts(env: ThreadedServer) -> None:
+    assert call(env.url, "GET", "/reverify_mode").json() == "stateless"
+    table = [f"{NAME} row | ours reward, parsed | NeMo Gym reward, parsed"]
+    for index, row, rollout in _matched():
+        reply = call(env.url, "POST", "/verify", json=row | {"response": rollout["response"]})
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert set(answer) == _stamps_removed(rollout)
+        assert answer["reward"] == rollout["reward"]
+        for key in EXTRAS:
+            assert answer[key] == rollout[key], key
+        table.append(
+            f"{index} | {answer['reward']}, {answer['parsed_synonym_values']} | "
+            f"{rollout['reward']}, {rollout['parsed_synonym_values']}"
+        )
+    print("\n" + "\n".join(table))
+
+
+def test_tools_over_http(env: ThreadedServer) -> None:
+    reply = call(env.url, "POST", "/get_synonym_value", json={"synonym": "Blazing"})
+    assert (reply.status, reply.json()) == (200, {"synonym_value": 711})
+    reply = call(env.url, "POST", "/extract_synonym_values", json={"synonym_values": [711, 407]})
+    assert (reply.status, reply.json()) == (200, {"success": True})
+    bad = call(env.url, "POST", "/extract_synonym_values", json={"synonym_values": ["x"]})
+    assert bad.status == 422
+    assert ["body", "synonym_values", 0] in [d["loc"] for d in bad.json()["detail"]]
+
+
+@pytest.mark.parametrize("field", ["expected_synonym_values", "minefield_label", "minefield_label_value"])
+def test_missing_row_field_is_422_naming_it(env: ThreadedServer, field: str) -> None:
+    row = {k: v for k, v in ROW.items() if k != field}
+    reply = call(env.url, "POST", "/verify", json=row | {"response": _response([])})
+    assert reply.status == 422
+    assert ["body", field] in [d["loc"] for d in reply.json()["detail"]]
+    assert f"body.{field}" in reply.json()["error"]["message"]
+
+
+def _response(output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": "r", "created_at": 0.0, "model": "m", "output": output}
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        [],
+        [{"type": "reasoning", "id": "rs", "summary": []}],
+        [_call("c", "get_synonym_value", '{"synonym": "x"}')],
+    ],
+    ids=["empty", "reasoning-only", "no-report"],
+)
+def test_no_assistant_message_scores_zero(env: ThreadedServer, output: list[dict[str, Any]]) -> None:
+    reply = call(env.url, "POST", "/verify", json=ROW | {"response": _response(output)})
+    assert reply.status == 200
+    answer = reply.json()
+    assert (answer["reward"], answer["parsed_synonym_values"], answer["accuracy"]) == (0.0, [], False)
+
+
+def test_aggregate_metrics(env: ThreadedServer) -> None:
+    rows = [
+        {"_ng_task_index": t, "_ng_rollout_index": r, "reward": reward, "accuracy": reward == 1.0}
+        for t, rewards in enumerate([(1.0, 0.0), (0.0, 0.0)])
+        for r, reward in enumerate(rewards)
+    ]
+    reply = call(env.url, "POST", "/aggregate_metrics", json={"verify_responses": rows})
+    assert reply.status == 200
+    body = reply.json()
+    assert body["agent_metrics"]["pass@2/accuracy"] == 50.0
+    assert body["key_metrics"] == {
+        "mean/reward": 0.25,
+        "mean/accuracy": 0.25,
+        "pass@2/accuracy": 50.0,
+        "pass@1[avg-of-2]/accuracy": 25.0,
+    }
+
+
+def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serve, stub: Stub) -> None:
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    for _, row, rollout in _matched():
+        recorded = rollout["response"]["output"]
+        app.state.mode = "script"
+        app.state.script = _model_turns(recorded)
+        reply = call(agent.url, "POST", "/run", json=row)
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert answer["reward"] == rollout["reward"]
+        assert answer["parsed_synonym_values"] == rollout["parsed_synonym_values"]
+        ours = answer["response"]["output"]
+        assert [i["type"] for i in ours] == [i["type"] for i in recorded]
+        for mine, theirs in zip(ours, recorded, strict=True):
+            if theirs["type"] == "function_call_output":
+                assert mine["call_id"] == theirs["call_id"]
+                assert json.loads(mine["output"]) == json.loads(theirs["output"])
+        assert not app.state.script  # every recorded model turn was used
+
+
+def test_malformed_arguments_and_unknown_tool_reach_the_model(
+    env: ThreadedServer, serve: Serve, stub: Stub
+) -> None:
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    app.state.mode = "script"
+    app.state.script = [
+        {"output": [_call("c0", "get_synonym_value", "{not json"), _call("c1", "no_such_tool", "{}")]},
+        {"output": [_call("c2", "extract_synonym_values", '{"synonym_values": [711, 407]}')]},
+        {"output": [_message("done")]},
+    ]
+    reply = call(agent.url, "POST", "/run", json=ROW)
+    assert reply.status == 200, reply.body
+    outputs = [i["output"] for i in reply.json()["response"]["output"] if i["type"] == "function_call_output"]
+    assert "Invalid tool call arguments" in outputs[0] and "JSONDecodeError" in outputs[0]
+    assert json.loads(outputs[1])["detail"] == "Not Found"
+    assert json.loads(outputs[2]) == {"success": True}
+    assert len(app.requests) == 3  # the episode went on after the bad calls
+    assert reply.json()["reward"] == 1.0

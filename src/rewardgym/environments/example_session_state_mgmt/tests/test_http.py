@@ -1,0 +1,222 @@
+"""example_session_state_mgmt over real HTTP: recorded episodes replayed in one cookie session (seed → tools →
+verify), session isolation, bad input, and full episodes through ``simple_agent`` with the stub model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+from tests.stubs.client import call
+
+from rewardgym.agents.simple_agent import SimpleAgent
+from rewardgym.environments.example_session_state_mgmt.app import ExampleSessionStateMgmtServer
+from rewardgym.environments.example_session_state_mgmt.tests.test_example_session_state_mgmt import (
+    _lines,
+    _matched,
+)
+from rewardgym.errors import ConfigError
+from rewardgym.registry import lookup
+from rewardgym.servers.launch import ThreadedServer
+
+NAME = "example_session_state_mgmt"
+ROOT = Path(__file__).resolve().parents[1]
+ROW = _lines(ROOT / "data" / "example.jsonl")[0]  # initial 3, expected 6
+Serve = Callable[[Any], ThreadedServer]
+Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
+
+
+def _stamps_removed(rollout: dict[str, Any]) -> set[str]:
+    return {k for k in rollout if not k.startswith("_ng_") and k != "agent_ref"}
+
+
+def _model_turns(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recorded output as the model's turns (stub script entries): the items between tool outputs."""
+    turns: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = []
+    for item in output:
+        if item["type"] == "function_call_output":
+            if current:
+                turns.append({"output": current})
+                current = []
+        else:
+            current.append(item)
+    return [*turns, {"output": current}] if current else turns
+
+
+def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
+    return serve(
+        SimpleAgent(
+            {
+                "name": f"{NAME}_simple_agent",
+                "resources_server": {"type": "resources_servers", "name": NAME},
+                "model_server": {"type": "responses_api_models", "name": "policy_model"},
+                "peers": {NAME: env_url, "policy_model": model_url},
+                "http": {"max_attempts": 1},
+            }
+        )
+    )
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+
+def _response(output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": "r", "created_at": 0.0, "model": "m", "output": output}
+
+
+@pytest.fixture
+def env(serve: Serve) -> ThreadedServer:
+    return serve(ExampleSessionStateMgmtServer({"name": NAME}))
+
+
+def test_registered_and_configured_from_the_yaml() -> None:
+    assert lookup("resources_servers", NAME) is ExampleSessionStateMgmtServer
+    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
+    assert isinstance(document, dict)
+    server = ExampleSessionStateMgmtServer({**document[NAME]["resources_servers"][NAME], "name": NAME})
+    assert server.config.domain == "agent"
+    server = ExampleSessionStateMgmtServer({"name": NAME, "session_ttl_s": 60, "max_sessions": 10})
+    assert (server.sessions.ttl_s, server.sessions.max_sessions) == (60, 10)
+    with pytest.raises(ConfigError, match=rf"{NAME}\.initial_count: unknown field"):
+        ExampleSessionStateMgmtServer({"name": NAME, "initial_count": 3})
+
+
+def test_tool_declarations_equal_the_rows() -> None:
+    server = ExampleSessionStateMgmtServer({"name": NAME})
+    declared = [spec.function_tool(strict=True).model_dump(mode="json") for spec in server.tools]
+    for row in _lines(ROOT / "data" / "example.jsonl"):
+        assert declared == row["responses_create_params"]["tools"]
+
+
+def test_http_compatibility_with_recorded_rollouts(env: ThreadedServer) -> None:
+    """Each recorded episode is replayed in its own session: seed, every recorded call in order, verify."""
+    assert call(env.url, "GET", "/reverify_mode").json() == "unsupported"
+    table = [f"{NAME} row | ours reward (final counter) | NeMo Gym reward"]
+    for index, row, rollout in _matched():
+        seeded = call(env.url, "POST", "/seed_session", json=row)
+        assert (seeded.status, seeded.json()) == (200, {})
+        cookies = seeded.cookies
+        output = rollout["response"]["output"]
+        recorded = {
+            i["call_id"]: json.loads(i["output"]) for i in output if i["type"] == "function_call_output"
+        }
+        for item in output:
+            if item["type"] == "function_call":
+                reply = call(
+                    env.url, "POST", f"/{item['name']}", data=item["arguments"].encode(), cookies=cookies
+                )
+                assert (reply.status, reply.json()) == (200, recorded[item["call_id"]])
+                cookies = reply.cookies
+        counter = call(env.url, "POST", "/get_counter_value", json={}, cookies=cookies).json()["count"]
+        reply = call(
+            env.url, "POST", "/verify", json=row | {"response": rollout["response"]}, cookies=cookies
+        )
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert set(answer) == _stamps_removed(rollout)
+        assert answer["reward"] == rollout["reward"]
+        # Without the episode's session the counter is unknown: reward 0 (hence reverify is unsupported).
+        alone = call(env.url, "POST", "/verify", json=row | {"response": rollout["response"]})
+        assert alone.json()["reward"] == 0.0
+        table.append(f"{index} | {answer['reward']} ({counter}) | {rollout['reward']}")
+    print("\n" + "\n".join(table))
+
+
+def test_sessions_are_isolated(env: ThreadedServer) -> None:
+    """environments.md §6 test table, with a client that never stores cookies."""
+    first = call(env.url, "POST", "/get_counter_value", json={})
+    assert first.json() == {"count": 0}
+    mine = first.cookies
+    assert call(env.url, "POST", "/increment_counter", json={"count": 2}, cookies=mine).json() == {
+        "success": True
+    }
+    assert call(env.url, "POST", "/get_counter_value", json={}, cookies=mine).json() == {"count": 2}
+    fresh = call(env.url, "POST", "/increment_counter", json={"count": 4})
+    other = fresh.cookies
+    assert call(env.url, "POST", "/get_counter_value", json={}, cookies=other).json() == {"count": 4}
+    call(env.url, "POST", "/increment_counter", json={"count": 3}, cookies=other)
+    assert call(env.url, "POST", "/get_counter_value", json={}, cookies=other).json() == {"count": 7}
+    assert call(env.url, "POST", "/get_counter_value", json={}, cookies=mine).json() == {"count": 2}
+
+
+def test_second_seed_does_not_overwrite(env: ThreadedServer) -> None:
+    cookies = call(env.url, "POST", "/seed_session", json=ROW).cookies
+    call(env.url, "POST", "/increment_counter", json={"count": 3}, cookies=cookies)
+    call(env.url, "POST", "/seed_session", json=ROW | {"initial_count": 100}, cookies=cookies)
+    reply = call(env.url, "POST", "/verify", json=ROW | {"response": _response([])}, cookies=cookies)
+    assert reply.json()["reward"] == 1.0  # 3 + 3 == expected 6, with no assistant message at all
+
+
+def test_bad_input(env: ThreadedServer) -> None:
+    seed = call(env.url, "POST", "/seed_session", json={k: v for k, v in ROW.items() if k != "initial_count"})
+    assert seed.status == 422
+    assert ["body", "initial_count"] in [d["loc"] for d in seed.json()["detail"]]
+    row = {k: v for k, v in ROW.items() if k != "expected_count"}
+    verify = call(env.url, "POST", "/verify", json=row | {"response": _response([])})
+    assert verify.status == 422
+    assert ["body", "expected_count"] in [d["loc"] for d in verify.json()["detail"]]
+    assert "body.expected_count" in verify.json()["error"]["message"]
+    # Seeded but nothing done and no assistant message: the counter (3) is not the expected 6.
+    cookies = call(env.url, "POST", "/seed_session", json=ROW).cookies
+    reply = call(env.url, "POST", "/verify", json=ROW | {"response": _response([])}, cookies=cookies)
+    assert (reply.status, reply.json()["reward"]) == (200, 0.0)
+    bad_tool = call(env.url, "POST", "/increment_counter", json={"count": "many"}, cookies=cookies)
+    assert bad_tool.status == 422
+    assert ["body", "count"] in [d["loc"] for d in bad_tool.json()["detail"]]
+
+
+def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serve, stub: Stub) -> None:
+    """Cookies are threaded seed → tools → verify by the agent: the counters reach the recorded totals."""
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    for _, row, rollout in _matched():
+        recorded = rollout["response"]["output"]
+        app.state.mode = "script"
+        app.state.script = _model_turns(recorded)
+        reply = call(agent.url, "POST", "/run", json=row)
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert answer["reward"] == rollout["reward"] == 1.0
+        ours = answer["response"]["output"]
+        assert [i["type"] for i in ours] == [i["type"] for i in recorded]
+        for mine, theirs in zip(ours, recorded, strict=True):
+            if theirs["type"] == "function_call_output":
+                assert mine["call_id"] == theirs["call_id"]
+                assert json.loads(mine["output"]) == json.loads(theirs["output"])
+        assert not app.state.script  # every recorded model turn was used
+
+
+def test_malformed_arguments_and_unknown_tool_then_the_session_continues(
+    env: ThreadedServer, serve: Serve, stub: Stub
+) -> None:
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    app.state.mode = "script"
+    app.state.script = [
+        {
+            "output": [
+                _call("c0", "increment_counter", "{not json"),
+                _call("c1", "no_such_tool", "{}"),
+                _call("c2", "increment_counter", '{"count": 3}'),
+            ]
+        },
+        {"output": [_call("c3", "get_counter_value", "{}")]},
+        {"output": [_message("The count is 6.")]},
+    ]
+    reply = call(agent.url, "POST", "/run", json=ROW)
+    assert reply.status == 200, reply.body
+    outputs = [i["output"] for i in reply.json()["response"]["output"] if i["type"] == "function_call_output"]
+    assert "Invalid tool call arguments" in outputs[0] and "JSONDecodeError" in outputs[0]
+    assert json.loads(outputs[1])["detail"] == "Not Found"
+    assert [json.loads(o) for o in outputs[2:]] == [{"success": True}, {"count": 6}]  # 3 seeded + 3
+    assert len(app.requests) == 3
+    assert reply.json()["reward"] == 1.0

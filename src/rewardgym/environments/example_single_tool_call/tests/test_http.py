@@ -1,0 +1,172 @@
+"""example_single_tool_call over real HTTP: recorded rewards via ``/verify``, the tool, bad input, and full
+episodes through ``simple_agent`` with the stub model replaying the recorded calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+from tests.stubs.client import call
+
+from rewardgym.agents.simple_agent import SimpleAgent
+from rewardgym.environments.example_single_tool_call.app import ExampleSingleToolCallServer
+from rewardgym.environments.example_single_tool_call.tests.test_example_single_tool_call import (
+    _lines,
+    _matched,
+)
+from rewardgym.errors import ConfigError
+from rewardgym.registry import lookup
+from rewardgym.servers.launch import ThreadedServer
+
+NAME = "example_single_tool_call"
+ROOT = Path(__file__).resolve().parents[1]
+Serve = Callable[[Any], ThreadedServer]
+Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
+
+
+def _stamps_removed(rollout: dict[str, Any]) -> set[str]:
+    return {k for k in rollout if not k.startswith("_ng_") and k != "agent_ref"}
+
+
+def _model_turns(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recorded output as the model's turns (stub script entries): the items between tool outputs."""
+    turns: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = []
+    for item in output:
+        if item["type"] == "function_call_output":
+            if current:
+                turns.append({"output": current})
+                current = []
+        else:
+            current.append(item)
+    return [*turns, {"output": current}] if current else turns
+
+
+def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
+    return serve(
+        SimpleAgent(
+            {
+                "name": f"{NAME}_simple_agent",
+                "resources_server": {"type": "resources_servers", "name": NAME},
+                "model_server": {"type": "responses_api_models", "name": "policy_model"},
+                "peers": {NAME: env_url, "policy_model": model_url},
+                "http": {"max_attempts": 1},
+            }
+        )
+    )
+
+
+@pytest.fixture
+def env(serve: Serve) -> ThreadedServer:
+    return serve(ExampleSingleToolCallServer({"name": NAME}))
+
+
+def test_registered_and_configured_from_the_yaml() -> None:
+    assert lookup("resources_servers", NAME) is ExampleSingleToolCallServer
+    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
+    assert isinstance(document, dict)
+    block = document[NAME]["resources_servers"][NAME]
+    server = ExampleSingleToolCallServer({**block, "name": NAME})
+    assert server.config.domain == "agent"
+    with pytest.raises(ConfigError, match=rf"{NAME}\.grading_mode: unknown field"):
+        ExampleSingleToolCallServer({"name": NAME, "grading_mode": "x"})
+
+
+def test_tool_declaration_equals_the_rows() -> None:
+    server = ExampleSingleToolCallServer({"name": NAME})
+    declared = [spec.function_tool(strict=True).model_dump(mode="json") for spec in server.tools]
+    for row in _lines(ROOT / "data" / "example.jsonl"):
+        assert declared == row["responses_create_params"]["tools"]
+
+
+def test_http_compatibility_with_recorded_rollouts(env: ThreadedServer) -> None:
+    assert call(env.url, "GET", "/reverify_mode").json() == "stateless"
+    table = [f"{NAME} row | ours reward | NeMo Gym reward"]
+    for index, row, rollout in _matched():
+        reply = call(env.url, "POST", "/verify", json=row | {"response": rollout["response"]})
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert set(answer) == _stamps_removed(rollout)
+        assert answer["reward"] == rollout["reward"]
+        assert answer["response"]["output"] == rollout["response"]["output"]
+        table.append(f"{index} | {answer['reward']} | {rollout['reward']}")
+    print("\n" + "\n".join(table))
+
+
+def test_tool_over_http(env: ThreadedServer) -> None:
+    reply = call(env.url, "POST", "/get_weather", json={"city": "Tokyo"})
+    assert (reply.status, reply.body) == (
+        200,
+        b'{"city":"Tokyo","weather_description":"The weather in Tokyo is cold."}',
+    )
+    missing = call(env.url, "POST", "/get_weather", json={})
+    assert missing.status == 422
+    assert ["body", "city"] in [d["loc"] for d in missing.json()["detail"]]
+    assert call(env.url, "POST", "/no_such_tool", json={}).status == 404
+
+
+def test_bad_verify_input(env: ThreadedServer) -> None:
+    row = _lines(ROOT / "data" / "example.jsonl")[0]
+    missing = call(env.url, "POST", "/verify", json=row)
+    assert missing.status == 422
+    assert ["body", "response"] in [d["loc"] for d in missing.json()["detail"]]
+    assert "body.response" in missing.json()["error"]["message"]
+    # No assistant message at all: NeMo Gym's reward is still 1.0 (the environment measures nothing).
+    empty = {"id": "r", "created_at": 0.0, "model": "m", "output": []}
+    reply = call(env.url, "POST", "/verify", json=row | {"response": empty})
+    assert (reply.status, reply.json()["reward"]) == (200, 1.0)
+
+
+def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serve, stub: Stub) -> None:
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    for _, row, rollout in _matched():
+        recorded = rollout["response"]["output"]
+        app.state.mode = "script"
+        app.state.script = _model_turns(recorded)
+        reply = call(agent.url, "POST", "/run", json=row)
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert answer["reward"] == rollout["reward"]
+        ours = answer["response"]["output"]
+        assert [i["type"] for i in ours] == [i["type"] for i in recorded]
+        for mine, theirs in zip(ours, recorded, strict=True):
+            if theirs["type"] == "function_call_output":
+                assert mine["call_id"] == theirs["call_id"]
+                assert json.loads(mine["output"]) == json.loads(theirs["output"])
+        assert not app.state.script  # every recorded model turn was used
+
+
+def test_malformed_arguments_and_unknown_tool_reach_the_model(
+    env: ThreadedServer, serve: Serve, stub: Stub
+) -> None:
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    calls = [("get_weather", "{not json"), ("no_such_tool", "{}"), ("get_weather", '{"city": "Oslo"}')]
+    app.state.mode = "script"
+    app.state.script = [
+        {
+            "output": [
+                {"type": "function_call", "call_id": f"c{i}", "name": name, "arguments": arguments}
+                for i, (name, arguments) in enumerate(calls)
+            ]
+        },
+        {
+            "output": [
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
+            ]
+        },
+    ]
+    row = _lines(ROOT / "data" / "example.jsonl")[0]
+    reply = call(agent.url, "POST", "/run", json=row)
+    assert reply.status == 200, reply.body
+    outputs = [i["output"] for i in reply.json()["response"]["output"] if i["type"] == "function_call_output"]
+    assert "Invalid tool call arguments" in outputs[0] and "JSONDecodeError" in outputs[0]
+    assert json.loads(outputs[1])["detail"] == "Not Found"
+    assert json.loads(outputs[2]) == {"city": "Oslo", "weather_description": "The weather in Oslo is cold."}
+    assert len(app.requests) == 2  # the episode went on after the bad calls
+    assert reply.json()["reward"] == 1.0

@@ -1,0 +1,225 @@
+"""example_tool_call_multireward over real HTTP: recorded rewards and components via ``/verify``, the tool,
+bad input, metrics, and full episodes through ``simple_agent`` with the stub model replaying the recorded
+calls."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+from tests.stubs.client import call
+
+from rewardgym.agents.simple_agent import SimpleAgent
+from rewardgym.environments.example_tool_call_multireward.app import ExampleToolCallMultirewardServer
+from rewardgym.environments.example_tool_call_multireward.tests.test_example_tool_call_multireward import (
+    EXTRAS,
+    TOOL,
+    _lines,
+    _matched,
+)
+from rewardgym.errors import ConfigError
+from rewardgym.registry import lookup
+from rewardgym.servers.launch import ThreadedServer
+
+NAME = "example_tool_call_multireward"
+ROOT = Path(__file__).resolve().parents[1]
+ROW = _lines(ROOT / "data" / "example.jsonl")[0]  # San Francisco
+Serve = Callable[[Any], ThreadedServer]
+Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
+
+
+def _stamps_removed(rollout: dict[str, Any]) -> set[str]:
+    return {k for k in rollout if not k.startswith("_ng_") and k != "agent_ref"}
+
+
+def _model_turns(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recorded output as the model's turns (stub script entries): the items between tool outputs."""
+    turns: list[dict[str, Any]] = []
+    current: list[dict[str, Any]] = []
+    for item in output:
+        if item["type"] == "function_call_output":
+            if current:
+                turns.append({"output": current})
+                current = []
+        else:
+            current.append(item)
+    return [*turns, {"output": current}] if current else turns
+
+
+def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
+    return serve(
+        SimpleAgent(
+            {
+                "name": f"{NAME}_simple_agent",
+                "resources_server": {"type": "resources_servers", "name": NAME},
+                "model_server": {"type": "responses_api_models", "name": "policy_model"},
+                "peers": {NAME: env_url, "policy_model": model_url},
+                "http": {"max_attempts": 1},
+            }
+        )
+    )
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+
+def _response(output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": "r", "created_at": 0.0, "model": "m", "output": output}
+
+
+@pytest.fixture
+def env(serve: Serve) -> ThreadedServer:
+    return serve(ExampleToolCallMultirewardServer({"name": NAME}))
+
+
+def test_registered_and_configured_from_the_yaml() -> None:
+    assert lookup("resources_servers", NAME) is ExampleToolCallMultirewardServer
+    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
+    assert isinstance(document, dict)
+    server = ExampleToolCallMultirewardServer({**document[NAME]["resources_servers"][NAME], "name": NAME})
+    assert server.config.domain == "agent"
+    with pytest.raises(ConfigError, match=rf"{NAME}\.expected_call: unknown field"):
+        ExampleToolCallMultirewardServer({"name": NAME, "expected_call": {}})
+
+
+def test_tool_declaration_equals_the_rows() -> None:
+    server = ExampleToolCallMultirewardServer({"name": NAME})
+    declared = [spec.function_tool(strict=True).model_dump(mode="json") for spec in server.tools]
+    assert declared == [TOOL]
+    for row in _lines(ROOT / "data" / "example.jsonl"):
+        assert declared == row["responses_create_params"]["tools"]
+
+
+def test_http_compatibility_with_recorded_rollouts(env: ThreadedServer) -> None:
+    assert call(env.url, "GET", "/reverify_mode").json() == "stateless"
+    table = [f"{NAME} row | ours reward (c, s, f) | NeMo Gym reward (c, s, f)"]
+    for index, row, rollout in _matched():
+        reply = call(env.url, "POST", "/verify", json=row | {"response": rollout["response"]})
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert set(answer) == _stamps_removed(rollout)
+        assert answer["reward"] == rollout["reward"]
+        for key in EXTRAS:
+            assert answer[key] == rollout[key], key
+
+        def show(r: dict[str, Any]) -> str:
+            return f"{r['reward']} ({r['correctness']}, {r['schema_valid']}, {r['format']})"
+
+        table.append(f"{index} | {show(answer)} | {show(rollout)}")
+    print("\n" + "\n".join(table))
+
+
+def test_tool_over_http(env: ThreadedServer) -> None:
+    reply = call(env.url, "POST", "/get_weather", json={"city": "Oslo"})
+    assert (reply.status, reply.json()) == (
+        200,
+        {"city": "Oslo", "weather_description": "The weather in Oslo is sunny."},
+    )
+    missing = call(env.url, "POST", "/get_weather", json={"town": "Oslo"})
+    assert missing.status == 422
+    assert ["body", "city"] in [d["loc"] for d in missing.json()["detail"]]
+
+
+def test_bad_verify_input(env: ThreadedServer) -> None:
+    missing = call(env.url, "POST", "/verify", json=ROW)
+    assert missing.status == 422
+    assert ["body", "response"] in [d["loc"] for d in missing.json()["detail"]]
+    wrong_type = call(env.url, "POST", "/verify", json=ROW | {"expected_call": [], "response": _response([])})
+    assert wrong_type.status == 422
+    assert ["body", "expected_call"] in [d["loc"] for d in wrong_type.json()["detail"]]
+
+
+@pytest.mark.parametrize(
+    ("output", "components"),
+    [
+        ([], (0.0, 0.0, 0.0)),
+        ([{"type": "reasoning", "id": "rs", "summary": []}], (0.0, 0.0, 0.0)),
+        ([_call("c", "get_weather", '{"city": "San Francisco"}')], (1.0, 1.0, 1.0)),
+        ([_call("c", "get_weather", "{not valid json")], (0.0, 0.0, 1.0)),
+    ],
+    ids=["empty", "reasoning-only", "call-only", "invalid-call-only"],
+)
+def test_no_assistant_message(
+    env: ThreadedServer, output: list[dict[str, Any]], components: tuple[float, float, float]
+) -> None:
+    reply = call(env.url, "POST", "/verify", json=ROW | {"response": _response(output)})
+    assert reply.status == 200
+    answer = reply.json()
+    assert (answer["correctness"], answer["schema_valid"], answer["format"]) == components
+    assert answer["reward"] == sum(components)
+    assert answer["reward_components"] == dict(
+        zip(("correctness", "schema_valid", "format"), components, strict=True)
+    )
+
+
+def test_aggregate_metrics(env: ThreadedServer) -> None:
+    rows = [
+        {"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 2.0, "correctness": 1.0, "schema_valid": 1.0},
+        {"_ng_task_index": 0, "_ng_rollout_index": 1, "reward": 0.0, "correctness": 0.0, "schema_valid": 0.0},
+    ]
+    reply = call(env.url, "POST", "/aggregate_metrics", json={"verify_responses": rows})
+    assert reply.status == 200
+    metrics = reply.json()["agent_metrics"]
+    assert metrics["pass@2/correctness"] == 100.0
+    assert metrics["pass@1[avg-of-2]/schema_valid"] == 50.0
+    assert metrics["pass@2/format"] == 0.0  # a missing component counts 0
+    key = reply.json()["key_metrics"]
+    assert key["mean/reward"] == 1.0 and key["pass@2/correctness"] == 100.0
+
+
+def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serve, stub: Stub) -> None:
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    for _, row, rollout in _matched():
+        recorded = rollout["response"]["output"]
+        app.state.mode = "script"
+        app.state.script = _model_turns(recorded)
+        reply = call(agent.url, "POST", "/run", json=row)
+        assert reply.status == 200, reply.body
+        answer = reply.json()
+        assert answer["reward"] == rollout["reward"]
+        assert answer["reward_components"] == rollout["reward_components"]
+        ours = answer["response"]["output"]
+        assert [i["type"] for i in ours] == [i["type"] for i in recorded]
+        for mine, theirs in zip(ours, recorded, strict=True):
+            if theirs["type"] == "function_call_output":
+                assert mine["call_id"] == theirs["call_id"]
+                assert json.loads(mine["output"]) == json.loads(theirs["output"])
+        assert not app.state.script  # every recorded model turn was used
+
+
+def test_malformed_arguments_and_unknown_tool_reach_the_model(
+    env: ThreadedServer, serve: Serve, stub: Stub
+) -> None:
+    runner, app = stub
+    agent = _agent(serve, env.url, runner.url)
+    app.state.mode = "script"
+    app.state.script = [
+        {"output": [_call("c0", "get_weather", "{not json"), _call("c1", "no_such_tool", "{}")]},
+        {"output": [_call("c2", "get_weather", '{"city": "San Francisco"}')]},
+        {"output": [_message("It is sunny.")]},
+    ]
+    reply = call(agent.url, "POST", "/run", json=ROW)
+    assert reply.status == 200, reply.body
+    outputs = [i["output"] for i in reply.json()["response"]["output"] if i["type"] == "function_call_output"]
+    assert "Invalid tool call arguments" in outputs[0] and "JSONDecodeError" in outputs[0]
+    assert json.loads(outputs[1])["detail"] == "Not Found"
+    assert json.loads(outputs[2])["weather_description"] == "The weather in San Francisco is sunny."
+    assert len(app.requests) == 3  # the episode went on after the bad calls
+    answer = reply.json()
+    # The first call (invalid JSON) decides schema_valid; a later call is correct; three calls → no format.
+    assert (answer["correctness"], answer["schema_valid"], answer["format"], answer["reward"]) == (
+        1.0,
+        0.0,
+        0.0,
+        1.0,
+    )

@@ -1,0 +1,206 @@
+"""xlam_fc over real HTTP: recorded rollouts via /verify and as full simple_agent episodes, tool errors.
+
+Every server is real and on a 127.0.0.1 port: the environment, ``simple_agent``, and a scripted model server
+(:class:`ScriptedModel`) that replays the model turns of a recorded trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from rewardgym.agents.simple_agent import SimpleAgent
+from rewardgym.config import load_config_from_flags
+from rewardgym.environments.xlam_fc.app import XlamFcServer
+from rewardgym.environments.xlam_fc.tests.test_xlam_fc import COLUMNS, ROLLOUTS, ROWS_BY_QUERY, _call, _query
+from rewardgym.errors import ConfigError
+from rewardgym.protocol import Response, ResponseCreateParams
+from rewardgym.registry import lookup
+from rewardgym.servers.config import HttpClientConfig, ServerConfig
+from rewardgym.servers.errors import ApiError
+from rewardgym.servers.http import HttpClient, HttpReply
+from rewardgym.servers.launch import ThreadedServer
+from rewardgym.servers.model import CallContext, ModelServer
+from rewardgym.servers.plan import child_specs, validate_specs
+from rewardgym.servers.spec import server_class
+
+STAMPS = {"_ng_task_index", "_ng_rollout_index", "agent_ref"}
+"""Columns the collector adds to a rollout row; /verify never returns them."""
+POLICY = ["++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=dummy", "++policy_model_name=m"]
+QUIET = {"log_level": "ERROR"}
+
+
+class ScriptedModel(ModelServer[ServerConfig]):
+    """A model server answering each ``/v1/responses`` call with the next scripted list of output items."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.script: list[list[dict[str, Any]]] = []
+        self.requests: list[dict[str, Any]] = []
+
+    async def responses(self, params: ResponseCreateParams, ctx: CallContext) -> Response:
+        self.requests.append(params.model_dump(mode="json", exclude_unset=True))
+        if not self.script:
+            raise ApiError(500, "the script is exhausted: the agent called the model too often")
+        usage = {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}
+        return Response.model_validate(
+            {"id": "resp_scripted", "created_at": 0.0, "model": "scripted", "output": self.script.pop(0)}
+            | {"usage": usage}
+        )
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[dict[str, Any]]:
+    """The environment, the scripted model and a simple_agent wired to both, each on a real port."""
+    model = ScriptedModel({"name": "policy_model", **QUIET})
+    with (
+        ThreadedServer(XlamFcServer({"name": "xlam_fc", **QUIET})) as env,
+        ThreadedServer(model) as model_url,
+    ):
+        peers = {"xlam_fc": env.url, "policy_model": model_url.url}
+        agent = SimpleAgent(
+            {
+                "name": "xlam_fc_simple_agent",
+                "resources_server": {"type": "resources_servers", "name": "xlam_fc"},
+                "model_server": {"type": "responses_api_models", "name": "policy_model"},
+                "peers": peers,
+                **QUIET,
+            }
+        )
+        with ThreadedServer(agent) as agent_url:
+            yield {"env": env.url, "agent": agent_url.url, "model": model}
+
+
+@pytest.fixture
+def model(world: dict[str, Any]) -> ScriptedModel:
+    scripted: ScriptedModel = world["model"]
+    scripted.script.clear()
+    scripted.requests.clear()
+    return scripted
+
+
+async def post(url: str, body: Any) -> HttpReply:
+    async with HttpClient(HttpClientConfig(max_attempts=1)) as http:
+        return await http.post(url, json=body, raise_for_status=False)
+
+
+def model_turns(output: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The model's outputs of a recorded trajectory, one list per model call (tool outputs split them)."""
+    turns: list[list[dict[str, Any]]] = [[]]
+    for item in output:
+        if item["type"] == "function_call_output":
+            if turns[-1]:
+                turns.append([])
+        else:
+            turns[-1].append(item)
+    return [turn for turn in turns if turn]
+
+
+def ordered_pairs() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    pairs = [(ROWS_BY_QUERY[_query(rollout)], rollout) for rollout in ROLLOUTS]
+    return sorted(pairs, key=lambda pair: int(pair[0]["id"]))
+
+
+async def test_http_compatibility_with_recorded_rollouts(world: dict[str, Any]) -> None:
+    table = ["xlam_fc over HTTP: row id | ours reward (expected/predicted/correct) | NeMo Gym | note"]
+    for row, rollout in ordered_pairs():
+        reply = await post(f"{world['env']}/verify", {**row, "response": rollout["response"]})
+        assert reply.status == 200, reply.text()
+        ours = reply.json()
+        assert set(ours) == set(rollout) - STAMPS
+        assert ours["reward"] == rollout["reward"]
+        for column in COLUMNS:
+            assert ours[column] == rollout[column], column
+        assert Response.model_validate(ours["response"]) == Response.model_validate(rollout["response"])
+        counts = f"{ours['num_expected']}/{ours['num_predicted']}/{ours['num_correct']}"
+        table.append(f"  {row['id']} | {ours['reward']} ({counts}) | {rollout['reward']} | match")
+    print("\n" + "\n".join(table))
+
+
+async def test_recorded_episodes_through_simple_agent(world: dict[str, Any], model: ScriptedModel) -> None:
+    table = [
+        "xlam_fc episodes (simple_agent + scripted model): row id | ours reward | NeMo Gym | tool outputs"
+    ]
+    for row, rollout in ordered_pairs():
+        turns = model_turns(rollout["response"]["output"])
+        model.script[:] = turns
+        model.requests.clear()
+        reply = await post(f"{world['agent']}/run", row)
+        assert reply.status == 200, reply.text()
+        ours = reply.json()
+        assert ours["reward"] == rollout["reward"]
+        for column in COLUMNS:
+            assert ours[column] == rollout[column], column
+        assert len(model.requests) == len(turns)
+        outputs = [item for item in ours["response"]["output"] if item["type"] == "function_call_output"]
+        recorded = [item for item in rollout["response"]["output"] if item["type"] == "function_call_output"]
+        assert [o["call_id"] for o in outputs] == [o["call_id"] for o in recorded]
+        for output in outputs:  # no tool is implemented: the model reads the 404 body, as in NeMo Gym
+            assert orjson.loads(output["output"])["detail"] == "Not Found"
+        assert model.requests[1]["input"][-1]["type"] == "function_call_output"
+        table.append(f"  {row['id']} | {ours['reward']} | {rollout['reward']} | {len(outputs)} x 404 body")
+    print("\n" + "\n".join(table))
+
+
+async def test_malformed_arguments_are_answered_to_the_model(
+    world: dict[str, Any], model: ScriptedModel
+) -> None:
+    row = ROWS_BY_QUERY[_query(ROLLOUTS[0])]
+    expected = row["expected_answers"][0]
+    model.script[:] = [
+        [_call(expected["name"], '{"type": "beta"', "c1")],
+        [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sorry."}]}],
+    ]
+    reply = await post(f"{world['agent']}/run", row)
+    assert reply.status == 200, reply.text()
+    ours = reply.json()
+    error = orjson.loads(ours["response"]["output"][1]["output"])["error"]
+    assert "Invalid tool call arguments" in error and "JSONDecodeError" in error
+    assert len(model.requests) == 2  # the episode went on after the error
+    assert (ours["reward"], ours["num_predicted"], ours["num_correct"]) == (0.0, 1, 0)
+    assert ours["predicted_calls"] == [{"name": expected["name"], "arguments": {}}]
+
+
+async def test_missing_call_name_is_422_naming_it(world: dict[str, Any]) -> None:
+    row = ROWS_BY_QUERY[_query(ROLLOUTS[0])]
+    body = {**row, "expected_answers": [{"arguments": {}}], "response": ROLLOUTS[0]["response"]}
+    reply = await post(f"{world['env']}/verify", body)
+    assert reply.status == 422
+    assert ["body", "expected_answers", 0, "name"] in [entry["loc"] for entry in reply.json()["detail"]]
+
+
+async def test_no_assistant_message_scores_zero(world: dict[str, Any]) -> None:
+    row = ROWS_BY_QUERY[_query(ROLLOUTS[0])]
+    response = {"id": "r", "created_at": 0.0, "model": "m", "output": [{"type": "reasoning", "summary": []}]}
+    reply = await post(f"{world['env']}/verify", {**row, "response": response})
+    assert reply.status == 200
+    ours = reply.json()
+    assert (ours["reward"], ours["num_predicted"], ours["num_correct"]) == (0.0, 0, 0)
+
+
+async def test_reverify_mode_is_stateless(world: dict[str, Any]) -> None:
+    async with HttpClient() as http:
+        reply = await http.get(f"{world['env']}/reverify_mode")
+    assert reply.json() == "stateless"
+
+
+def test_registered_and_shipped_config_builds_it(tmp_path: Path) -> None:
+    assert lookup("resources_servers", "xlam_fc") is XlamFcServer
+    assert XlamFcServer({"name": "xlam_fc"}).tools == []
+    cfg = load_config_from_flags(
+        resources_servers=["xlam_fc"],
+        model_types=["openai_model"],
+        overrides=POLICY,
+        env_yaml=False,
+        cwd=tmp_path,
+    )
+    specs = child_specs(cfg, log_dir=tmp_path)
+    validate_specs(specs)
+    spec = next(spec for spec in specs if spec.kind == "resources_servers")
+    assert isinstance(server_class(spec.kind, spec.implementation)(spec.config), XlamFcServer)
+    with pytest.raises(ConfigError, match=r"xlam_fc\.tools: unknown field"):
+        XlamFcServer({"name": "xlam_fc", "tools": []})

@@ -1,0 +1,145 @@
+"""The signed session cookie of a server: Starlette's ``SessionMiddleware`` format, signed as rarely as possible.
+
+Contract:
+- The cookie is byte-compatible with Starlette's ``SessionMiddleware`` (same secret → either side accepts the
+  other's cookie): value = itsdangerous ``TimestampSigner(secret).sign(b64encode(json.dumps(session)))``,
+  header ``<name>=<value>; path=/; Max-Age=1209600; httponly; samesite=lax``; a signature older than
+  ``max_age`` (14 days) or not made with the secret is rejected (the request starts a new session).
+- :meth:`SessionCookies.open` turns the request's ``Cookie`` header into a Starlette ``Session`` that always
+  holds ``session_id`` (a uuid4 hex on first contact, else kept) and says whether a valid cookie came in.
+  Verified cookie values are remembered (bounded FIFO, ``cache_size``) with their signing time, so a cookie
+  seen before costs a dict lookup and an age check instead of an HMAC, base64 and JSON round trip.
+- :meth:`SessionCookies.headers` gives the headers every response carries (NeMo Gym re-sends the cookie on
+  every response): ``Vary: Cookie`` and ``Set-Cookie``. A session that holds only its id — the normal case —
+  reuses the value signed for that id until it is ``refresh_s`` old (then it is signed afresh, so a re-sent
+  cookie stays valid for at least ``max_age - refresh_s``); any other content is signed on every response. A
+  session emptied by the handler clears the cookie, as Starlette does.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import time
+import uuid
+from base64 import b64decode, b64encode
+from typing import Any
+
+import itsdangerous
+from itsdangerous.encoding import base64_encode, int_to_bytes
+from starlette.middleware.sessions import Session
+from starlette.requests import cookie_parser
+
+SESSION_ID_KEY = "session_id"
+MAX_AGE_S = 14 * 24 * 60 * 60
+"""Starlette's default cookie lifetime (seconds)."""
+
+Header = tuple[bytes, bytes]
+_VARY: Header = (b"vary", b"Cookie")
+
+
+class SessionCookies:
+    """Signs and verifies the session cookie ``name`` of one server; see the module docstring."""
+
+    def __init__(
+        self,
+        secret: str,
+        name: str,
+        *,
+        max_age: int = MAX_AGE_S,
+        refresh_s: float = 3600.0,
+        cache_size: int = 16384,
+    ) -> None:
+        self.name = name
+        self.max_age = max_age
+        self.refresh_s = refresh_s
+        self.cache_size = cache_size
+        self._signer = itsdangerous.TimestampSigner(secret)
+        # The signer's HMAC with its derived key, copied per signature (what ``TimestampSigner.sign`` computes).
+        self._mac = hmac.new(self._signer.derive_key(), digestmod=self._signer.digest_method)
+        self._flags = f"; path=/; Max-Age={max_age}; httponly; samesite=lax"
+        self._clear: Header = (
+            b"set-cookie",
+            f"{name}=null; path=/; expires=Thu, 01 Jan 1970 00:00:00 GMT; httponly; samesite=lax".encode(),
+        )
+        self._verified: dict[str, tuple[dict[str, Any], int]] = {}
+        self._signed_ids: dict[str, tuple[Header, int]] = {}
+
+    # ----------------------------------------------------------------- incoming
+    def load(self, value: str) -> dict[str, Any] | None:
+        """The session data of a cookie value, or ``None`` when it is forged, expired or malformed."""
+        now = int(time.time())
+        known = self._verified.get(value)
+        if known is not None:
+            data, signed_at = known
+            if 0 <= now - signed_at <= self.max_age:
+                return data
+            del self._verified[value]
+            return None
+        try:
+            payload, stamp = self._signer.unsign(value.encode("utf-8"), self.max_age, return_timestamp=True)
+            data = json.loads(b64decode(payload))
+        except (itsdangerous.BadSignature, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        self._remember(value, data, int(stamp.timestamp()))
+        return data
+
+    def open(self, cookie_header: bytes | None) -> tuple[Session, bool]:
+        """The request's session (with a ``session_id``) and whether a valid cookie came with it."""
+        data = None
+        if cookie_header:
+            value = cookie_parser(cookie_header.decode("latin-1")).get(self.name)
+            if value:
+                data = self.load(value)
+        session = Session(data) if data else Session()
+        if not session.get(SESSION_ID_KEY):
+            session[SESSION_ID_KEY] = uuid.uuid4().hex
+        return session, data is not None
+
+    # ----------------------------------------------------------------- outgoing
+    def headers(self, session: dict[str, Any], had_cookie: bool) -> list[Header]:
+        """``Vary`` and ``Set-Cookie`` headers of a response for ``session``."""
+        if len(session) == 1:
+            sid = session.get(SESSION_ID_KEY)
+            if isinstance(sid, str):
+                return [_VARY, self._id_cookie(sid)]
+        if session:
+            return [_VARY, self._sign(session)[0]]
+        return [_VARY, self._clear] if had_cookie else [_VARY]
+
+    def _id_cookie(self, sid: str) -> Header:
+        now = int(time.time())
+        cached = self._signed_ids.get(sid)
+        if cached is not None and now - cached[1] < self.refresh_s:
+            return cached[0]
+        header, signed_at = self._sign({SESSION_ID_KEY: sid})
+        self._bounded_put(self._signed_ids, sid, (header, signed_at))
+        return header
+
+    def sign(self, payload: bytes, timestamp: int) -> bytes:
+        """``TimestampSigner(secret).sign(payload)`` as signed at ``timestamp`` (same bytes, less work)."""
+        value = payload + b"." + base64_encode(int_to_bytes(timestamp))
+        mac = self._mac.copy()
+        mac.update(value)
+        return value + b"." + base64_encode(mac.digest())
+
+    def _sign(self, session: dict[str, Any]) -> tuple[Header, int]:
+        signed_at = int(time.time())
+        sid = session.get(SESSION_ID_KEY)
+        if len(session) == 1 and isinstance(sid, str) and sid.isascii() and sid.isalnum():
+            text = f'{{"{SESSION_ID_KEY}": "{sid}"}}'  # json.dumps of the dict, byte for byte
+        else:
+            text = json.dumps(session)
+        value = self.sign(b64encode(text.encode("utf-8")), signed_at).decode("utf-8")
+        self._remember(value, dict(session), signed_at)
+        return (b"set-cookie", f"{self.name}={value}{self._flags}".encode("latin-1")), signed_at
+
+    def _remember(self, value: str, data: dict[str, Any], signed_at: int) -> None:
+        self._bounded_put(self._verified, value, (data, signed_at))
+
+    def _bounded_put(self, cache: dict[str, Any], key: str, entry: Any) -> None:
+        cache[key] = entry
+        if len(cache) > self.cache_size:
+            del cache[next(iter(cache))]

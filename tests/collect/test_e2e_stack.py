@@ -1,0 +1,97 @@
+"""The whole job over real processes against the stub upstream: run (serving) → reverify → profile.
+
+`gym eval run` starts a model server (openai_model → stub), an exact-match environment and simple_agent,
+collects the mcqa example rows with repeats, stops everything; `gym eval reverify` re-scores the stored
+responses through the environment's /verify and must reproduce every reward.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rewardgym.servers.launch import ThreadedServer
+from tests.conftest import EXAMPLES, REPO_ROOT
+from tests.stubs.openai_stub import StubState, start_stub
+
+API_KEY = "sk-collect-e2e-SECRET-4242"
+STACK = """\
+policy_model:
+  responses_api_models:
+    openai_model:
+      openai_base_url: ${policy_base_url}
+      openai_api_key: ${policy_api_key}
+      openai_model: ${policy_model_name}
+mcqa:
+  resources_servers:
+    tests.stubs.environments:ExactMatchServer:
+      domain: knowledge
+mcqa_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      resources_server: {type: resources_servers, name: mcqa}
+      model_server: {type: responses_api_models, name: policy_model}
+"""
+
+
+@pytest.fixture
+def upstream() -> Iterator[ThreadedServer]:
+    runner, app = start_stub(StubState(text="\\boxed{B}"))
+    try:
+        yield runner
+    finally:
+        app.released = True
+        runner.stop()
+
+
+def _gym(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "rewardgym", *args], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+
+
+def _rows(path: Path) -> list[dict[str, object]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_run_then_reverify_reproduces_rewards(tmp_path: Path, upstream: ThreadedServer) -> None:
+    (tmp_path / "stack.yaml").write_text(STACK)
+    model = ["--model-url", f"{upstream.url}/v1", "--model", "stub", "--model-api-key", API_KEY]
+    run = _gym(
+        "eval", "run", "--config", "stack.yaml", *model, "--input", str(EXAMPLES / "mcqa" / "example.jsonl"),
+        "--agent", "mcqa_simple_agent", "--num-repeats", "3", "--output", "out/rollouts.jsonl",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Key metrics for mcqa_simple_agent" in run.stdout
+    rollouts = _rows(tmp_path / "out" / "rollouts.jsonl")
+    materialized = _rows(tmp_path / "out" / "rollouts_materialized_inputs.jsonl")
+    key = lambda r: (r["_ng_task_index"], r["_ng_rollout_index"])  # noqa: E731
+    assert sorted(map(key, rollouts)) == sorted(map(key, materialized))
+    assert len(rollouts) == 15
+    # The stub always answers B: reward 1 exactly on the rows whose expected answer is B.
+    expected = {key(r): float(r["expected_answer"] == "B") for r in materialized}
+    assert {key(r): r["reward"] for r in rollouts} == expected
+
+    again = _gym(
+        "eval", "reverify", "--config", "stack.yaml", *model,
+        "--inputs", "out/rollouts_materialized_inputs.jsonl", "--rollouts", "out/rollouts.jsonl",
+        "-o", "out/rescored.jsonl",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    rescored = _rows(tmp_path / "out" / "rescored.jsonl")
+    assert {key(r): r["reward"] for r in rescored} == expected
+
+    # No secret in anything written or printed.
+    written = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert API_KEY.encode() not in written
+    assert API_KEY not in run.stdout + run.stderr + again.stdout + again.stderr
