@@ -15,7 +15,8 @@ alternating request by request; then, in parallel mode, one wave of ``--parallel
 per slot) per path. The order of the paths rotates from round to round, so that changes in machine load
 hit every path alike. Reported per path and mode: generated tokens / wall seconds summed over the rounds,
 the median over requests (waves) of tokens/s, and the overhead against ``direct`` for both
-(``1 - tps / tps_direct``; target ≤ 10 %).
+(``1 - tps / tps_direct``; target ≤ 10 %). Also reported: the CPU time the server process used per
+request it served, the load-independent cost of our layer.
 
 Usage (repository root): ``.venv/bin/python benchmarks/models/server_overhead.py [--rounds 4]
 [--tokens 128] [--single 2] [--parallel 4]``. Prints one JSON object.
@@ -38,6 +39,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from rewardgym.models.embedded import EmbeddedLlama, LlamaServerOptions, ensure_model
 
@@ -173,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             with ThreadPoolExecutor(max_workers=args.parallel) as pool:
                 for path in PATHS:  # warm-up (connections, prompt cache)
                     _generate(path, urls, "Hi", 4)
+                cpu_before = psutil.Process(server.pid).cpu_times()
                 for round_no in range(args.rounds):
                     shift = round_no % len(PATHS)
                     order = PATHS[shift:] + PATHS[:shift]
@@ -187,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                         count = _run(pool, path, urls, wave, args.tokens)
                         samples[(path, "parallel")].append((count, time.perf_counter() - started))
                     print(f"round {round_no + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+                cpu_after = psutil.Process(server.pid).cpu_times()
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -198,6 +203,13 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "single_requests_per_round": args.single,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        # CPU time our server process spent, per request it served: what it can take from llama.cpp.
+        "server_cpu_ms_per_request": round(
+            1000
+            * (cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system)
+            / (args.rounds * 2 * (args.single + args.parallel)),
+            2,
+        ),
         **_report(samples),
     }
     json.dump(report, sys.stdout, indent=2)

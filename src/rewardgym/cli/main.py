@@ -2,7 +2,8 @@
 
 Every command module registers itself on one of the groups below; only the modules of the group being run
 are imported (``_MODULE_GROUPS``), so ``gym env start`` does not pay for the profiler's or the collector's
-imports (``gym`` alone, ``--help`` and unknown commands import every module so the listing is complete). Errors a user can cause are
+imports (``gym`` alone, ``--help`` and unknown commands import every module so the listing is complete).
+Errors a user can cause are
 :class:`~rewardgym.errors.RewardGymError`: printed as one ``Error: …`` line on stderr with exit code 2 (usage)
 or 1 (runtime). Tracebacks are shown only with ``--debug`` (or ``REWARDGYM_DEBUG=1``).
 """

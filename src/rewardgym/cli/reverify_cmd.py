@@ -1,4 +1,9 @@
-"""``gym eval reverify`` and ``gym eval aggregate`` (see :mod:`rewardgym.collect.reverify`)."""
+"""``gym eval reverify`` and ``gym eval aggregate`` (see :mod:`rewardgym.collect.reverify`).
+
+``gym eval aggregate`` reads every shard before it writes anything: a damaged line or a row without integer
+``_ng_task_index``/``_ng_rollout_index`` is an error naming ``file:line``; a last line torn by a crash is left
+out with a note; an ``--output`` that is one of the shards is refused (it would overwrite its own input).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import asyncio
 import glob
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -31,6 +36,7 @@ from rewardgym.collect.aggregate import (
     write_aggregate_metrics,
 )
 from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.resume import key_of
 from rewardgym.collect.reverify import (
     RESOURCES_KIND,
     ReverifySettings,
@@ -44,7 +50,7 @@ from rewardgym.collect.reverify import (
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config, load_config_from_flags
 from rewardgym.errors import UsageError
-from rewardgym.io.jsonl import atomic_writer
+from rewardgym.io.jsonl import atomic_writer, read_jsonl_tolerant
 from rewardgym.protocol import keys
 
 
@@ -135,19 +141,34 @@ def aggregate(
     paths = sorted({Path(p) for pattern in input_globs.split(",") for p in glob.glob(pattern.strip())})
     if not paths:
         raise UsageError(f"no rollout file matches --input {input_globs!r}")
+    if any(path.resolve() == output.resolve() for path in paths):
+        raise UsageError(
+            f"--output '{output}' is also one of the --input shards; write the merged file elsewhere"
+        )
     cfg = load_config([], overrides, require_complete=False)
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
     asyncio.run(_aggregate(paths, output, head))
 
 
+def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:
+    """Every whole row of every shard, each with an integer key (a torn last line is left out, noted)."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        found, torn = read_jsonl_tolerant(path, what="Rollouts file")
+        if torn is not None:
+            _say(f"Note: {path}:{torn.line_number} was cut short by a crash; that rollout is left out")
+        for number, row in enumerate(found, start=1):
+            key_of(row, f"{path}:{number}")
+        rows.extend(found)
+    return rows
+
+
 async def _aggregate(paths: list[Path], output: Path, head: str) -> None:
+    rows = _read_shards(paths)
     agents = await discover_agents(head)
     groups = group_by_agent(paths)
-    merged = sorted(
-        (orjson.loads(line) for path in paths for line in path.read_bytes().splitlines() if line.strip()),
-        key=lambda r: (r.get(keys.TASK_INDEX, 0), r.get(keys.ROLLOUT_INDEX, 0)),
-    )
+    merged = sorted(rows, key=lambda r: (r[keys.TASK_INDEX], r[keys.ROLLOUT_INDEX]))
     output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_writer(output) as handle:
         for row in merged:

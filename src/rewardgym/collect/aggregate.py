@@ -55,9 +55,15 @@ def group_by_agent(paths: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
 
 
 async def compute_aggregate_metrics(
-    groups: Mapping[str, list[dict[str, Any]]], agent_urls: Mapping[str, str], *, timeout_s: float = 600.0
+    groups: Mapping[str, list[dict[str, Any]]],
+    agent_urls: Mapping[str, str],
+    *,
+    timeout_s: float = 600.0,
+    headers: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Ask each agent for its metrics; an unreachable or failing agent is a clear :class:`ServerError`."""
+    """Ask each agent for its metrics; an unreachable or failing agent is a clear :class:`ServerError`.
+
+    ``headers`` go with every request (e.g. the shared auth token)."""
     entries: list[dict[str, Any]] = []
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as session:
@@ -70,7 +76,7 @@ async def compute_aggregate_metrics(
                 async with session.post(
                     url.rstrip("/") + "/aggregate_metrics",
                     data=body,
-                    headers={"Content-Type": "application/json"},
+                    headers={"Content-Type": "application/json", **(headers or {})},
                 ) as response:
                     payload = await response.read()
                     if response.status >= 300:

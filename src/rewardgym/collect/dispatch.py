@@ -8,7 +8,10 @@ Contract:
 - A failed attempt is retried in place (see :mod:`rewardgym.collect.failures`); when attempts run out, or
   the failure is permanent, ``on_failure`` receives it. A failure never reaches ``on_success``.
 - :meth:`Dispatcher.stop` stops pulling new rows; in-flight rollouts get ``grace_s`` to finish, then are
-  cancelled (they are simply absent from the outputs, so ``--resume`` runs them again).
+  cancelled (they are simply absent from the outputs, so ``--resume`` runs them again). Once stopping, a
+  transient failure is no longer recorded either: its rollout is left for ``--resume``.
+- ``confirm`` (optional) is awaited before a transient failure is recorded as final; when it answers
+  ``False`` (a server died: the failure is not the rollout's fault) the rollout is left for ``--resume``.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class Dispatcher:
         fail_fast: bool = False,
         grace_s: float = 5.0,
         seed: int | None = None,
+        confirm: Callable[[], Awaitable[bool]] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -86,6 +90,7 @@ class Dispatcher:
         self._fail_fast = fail_fast
         self._grace_s = grace_s
         self._rng = random.Random(seed)
+        self._confirm = confirm
         self._stopping = asyncio.Event()
         self.stats = DispatchStats()
         self.stop_reason: str | None = None
@@ -151,6 +156,9 @@ class Dispatcher:
                         self.stats.cancelled += 1  # left for --resume, not recorded as a failure
                         return
                     continue
+                if failure.transient and not await self._final_failure_stands():
+                    self.stats.cancelled += 1  # a dead server or a stop, not this rollout: left for --resume
+                    return
                 self.stats.failed += 1
                 name = failure.failure_class.value
                 self.stats.failures_by_class[name] = self.stats.failures_by_class.get(name, 0) + 1
@@ -162,6 +170,14 @@ class Dispatcher:
             self.stats.succeeded += 1
             self._on_success(row, stamp(result, row, attempts))
             return
+
+    async def _final_failure_stands(self) -> bool:
+        """Whether a transient failure that used its last attempt is recorded (see the module docstring)."""
+        if self._stopping.is_set():
+            return False
+        if self._confirm is not None and not await self._confirm():
+            return False
+        return not self._stopping.is_set()
 
     async def _sleep(self, seconds: float) -> None:
         # Wake early when stopping, so Ctrl-C is not held up by a long backoff.

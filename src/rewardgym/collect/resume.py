@@ -17,7 +17,7 @@ from typing import Any
 from rewardgym.collect.dispatch import Pending
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.errors import DataError
-from rewardgym.io.jsonl import TornLine, iter_jsonl, read_jsonl_tolerant
+from rewardgym.io.jsonl import TornLine, atomic_write_jsonl, iter_jsonl, read_jsonl_tolerant
 from rewardgym.protocol import keys
 
 
@@ -75,3 +75,20 @@ def pending_rows(
         if key in prior.permanent or used >= max_attempts:
             continue
         yield Pending(row, used)
+
+
+def drop_failures(failures: Path, done: set[tuple[int, int]]) -> int:
+    """Rewrite the failures file (atomically) without the rows of keys that have since succeeded.
+
+    Returns the number of rows dropped; a torn final line is dropped too (it was never a whole record).
+    """
+    if not failures.exists():
+        return 0
+    rows, torn = read_jsonl_tolerant(failures, what="Failures file")
+    kept = [
+        row for number, row in enumerate(rows, start=1) if key_of(row, f"{failures}:{number}") not in done
+    ]
+    dropped = len(rows) - len(kept)
+    if dropped or torn is not None:
+        atomic_write_jsonl(failures, kept)
+    return dropped

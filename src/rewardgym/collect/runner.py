@@ -5,11 +5,22 @@ is not re-read); the run fingerprint must match (or ``--force``); keys already i
 never run again; a torn last line is cut off and its rollout re-run. Hence after any number of crashes
 (even ``kill -9`` mid-write) and resumes, the rollouts file holds each materialized key at most once, and
 exactly once when every rollout eventually succeeds.
+
+Servers dying during a run: the agents come as an :class:`~rewardgym.collect.watch.AgentDirectory`, whose
+guard (the served stack, or a :class:`~rewardgym.collect.watch.HeadWatch` of the head registry for
+``--no-serve``) is alarmed by failed attempts and asked before any transient failure is recorded. When a
+server died the run stops, the rollouts it interrupted stay pending (never recorded as failures), and the
+output names the server and how to resume.
+
+The rollouts and failures files partition the keys they hold: a failed key that later succeeds (on
+``--resume``) is removed from the failures file (atomically) at the end of that run, or when the next resume
+starts if the run was killed in between.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -32,7 +43,8 @@ from rewardgym.collect.fingerprint import build_fingerprint, differences, read_f
 from rewardgym.collect.materialize import MaterializeOptions, iter_materialized
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.progress import CollectionProgress
-from rewardgym.collect.resume import PriorRun, load_prior_run, pending_rows
+from rewardgym.collect.resume import PriorRun, drop_failures, key_of, load_prior_run, pending_rows
+from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import JsonlAppender, atomic_writer, iter_jsonl
 from rewardgym.protocol import keys
@@ -152,6 +164,12 @@ def _prepare(settings: CollectSettings, outputs: RunOutputs, out: IO[str]) -> tu
             out.write(f"Warning: resuming although these changed: {', '.join(changed)} (--force)\n")
             write_fingerprint(outputs.fingerprint, new)
         prior = load_prior_run(outputs)
+        recovered = prior.done & prior.attempts.keys()
+        if recovered:  # succeeded by a run killed before it could tidy the failures file
+            drop_failures(outputs.failures, recovered)
+            for key in recovered:
+                prior.attempts.pop(key, None)
+                prior.permanent.discard(key)
         if prior.torn is not None:
             out.write(
                 f"Note: {outputs.rollouts}:{prior.torn.line_number} was cut short by a crash; "
@@ -216,10 +234,17 @@ async def run_collection(
     rollouts = JsonlAppender(outputs.rollouts)
     failures = JsonlAppender(outputs.failures)
     progress = CollectionProgress(total, resumed_done, stream=out, live=settings.live_progress)
+    recovered: set[tuple[int, int]] = set()
+    guard: StackGuard | None = None
+    watch: HeadWatch | None = None
 
     def on_success(row: dict[str, Any], result: dict[str, Any]) -> None:
         rollouts.write(result)
         progress.success(row[keys.AGENT_REF]["name"], float(result[keys.REWARD]))
+        if prior.attempts:
+            key = key_of(row, "materialized row")
+            if key in prior.attempts:
+                recovered.add(key)
 
     def on_failure(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
         failures.write(failure_row(row, failure, attempts))
@@ -227,10 +252,24 @@ async def run_collection(
 
     def on_retry(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
         progress.retry()
+        if guard is not None:
+            guard.alarm()
 
     client = AgentClient(
-        agent_urls, rollout_timeout_s=settings.rollout_timeout_s, max_connections=settings.concurrency
+        agent_urls,
+        rollout_timeout_s=settings.rollout_timeout_s,
+        max_connections=settings.concurrency,
+        headers=headers,
     )
+    if isinstance(agent_urls, AgentDirectory):
+        guard = agent_urls.guard
+        if guard is None and agent_urls.head_url:
+
+            def on_death(message: str) -> None:
+                dispatcher.stop(message)  # bound below, before the watch starts
+
+            watch = HeadWatch(agent_urls.head_url, headers=headers, on_death=on_death)
+            guard = watch
     dispatcher = Dispatcher(
         send=client.run,
         concurrency=settings.concurrency,
@@ -239,6 +278,7 @@ async def run_collection(
         on_failure=on_failure,
         on_retry=on_retry,
         fail_fast=settings.fail_fast,
+        confirm=guard.healthy if guard is not None else None,
     )
     if on_dispatcher is not None:
         on_dispatcher(dispatcher)
@@ -260,7 +300,9 @@ async def run_collection(
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, on_signal)
-        async with client:
+        async with client, contextlib.AsyncExitStack() as stack:
+            if watch is not None:
+                await stack.enter_async_context(watch)
             with progress:
                 stats = await dispatcher.run(pending)
     finally:
@@ -268,9 +310,18 @@ async def run_collection(
             loop.remove_signal_handler(sig)
         rollouts.close()
         failures.close()
+    if recovered:
+        drop_failures(outputs.failures, recovered)
 
     aggregate: list[dict[str, Any]] | None = None
-    if dispatcher.stop_reason is not None:
+    death = guard.death if guard is not None else None
+    if death is not None:
+        assert guard is not None
+        out.write(
+            f"\nStopped: {death}.\nCompleted rollouts are saved in {outputs.rollouts}; the rollouts this "
+            f"stopped are not recorded as failures.\n{guard.resume_hint}\n"
+        )
+    elif dispatcher.stop_reason is not None:
         out.write(
             f"\nStopped ({dispatcher.stop_reason}). Completed rollouts are saved in {outputs.rollouts}.\n"
             f"Resume with the same command plus --resume.\n"
@@ -278,7 +329,7 @@ async def run_collection(
     elif not settings.disable_aggregation:
         groups = group_by_agent([outputs.rollouts])
         if groups:
-            aggregate = await compute_aggregate_metrics(groups, agent_urls)
+            aggregate = await compute_aggregate_metrics(groups, agent_urls, headers=headers)
             write_aggregate_metrics(outputs.aggregate_metrics, aggregate)
             out.write(format_key_metrics(aggregate) + "\n")
     return CollectSummary(outputs, total, resumed_done, stats, dispatcher.stop_reason, aggregate)

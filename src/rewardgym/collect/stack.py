@@ -4,6 +4,11 @@
 credentials come from this process's own env.yaml and flags). Without it, :class:`ServedStack` starts the
 configured servers (the same supervisor as ``gym env start``, with its head on a free port), hands out
 the agent URLs, watches the children during the run and stops everything afterwards.
+
+Both hand the runner an :class:`~rewardgym.collect.watch.AgentDirectory`: the agents of a running
+``gym env start`` remember their head registry (the runner watches it with a
+:class:`~rewardgym.collect.watch.HeadWatch`), the agents of a :class:`ServedStack` carry the stack itself
+as their :class:`~rewardgym.collect.watch.StackGuard` (a dead child is seen at once by its supervisor).
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from rewardgym.collect.watch import AgentDirectory
 from rewardgym.config import GymConfig
 from rewardgym.config.ports import pick_free_port
 from rewardgym.errors import ServerError
@@ -25,8 +33,8 @@ from rewardgym.servers.supervisor import ChildFailure, Supervisor, SupervisorOpt
 AGENT_KIND = "responses_api_agents"
 
 
-async def discover_agents(head_url: str) -> dict[str, str]:
-    """Agent name → URL from the head registry of a running ``gym env start``."""
+async def discover_agents(head_url: str) -> AgentDirectory:
+    """Agent name → URL from the head registry of a running ``gym env start`` (which it remembers)."""
     try:
         async with HttpClient() as client:
             reply = await client.get(
@@ -41,7 +49,8 @@ async def discover_agents(head_url: str) -> dict[str, str]:
         ) from None
     if not isinstance(records, list):
         raise ServerError(f"{head_url}/server_instances did not answer a list of instances")
-    return {r["name"]: r["url"] for r in records if isinstance(r, dict) and r.get("kind") == AGENT_KIND}
+    agents = {r["name"]: r["url"] for r in records if isinstance(r, dict) and r.get("kind") == AGENT_KIND}
+    return AgentDirectory(agents, head_url=head_url)
 
 
 class ServedStack:
@@ -70,8 +79,37 @@ class ServedStack:
         self.failure: ChildFailure | None = None
 
     @property
-    def agent_urls(self) -> dict[str, str]:
-        return {spec.name: spec.url for spec in self._specs if spec.kind == AGENT_KIND}
+    def agent_urls(self) -> AgentDirectory:
+        urls = {spec.name: spec.url for spec in self._specs if spec.kind == AGENT_KIND}
+        return AgentDirectory(urls, guard=self)
+
+    # -- the StackGuard of the runner ---------------------------------------------------------------------
+    resume_hint = "Run the same command plus --resume to continue (it starts the servers again)."
+
+    @property
+    def death(self) -> str | None:
+        """What died (the first line of the child failure), once the watcher saw it."""
+        if self.failure is None:
+            return None
+        return str(self.failure).split("; last log lines", 1)[0]
+
+    def alarm(self) -> None:
+        """Nothing to do: the supervisor sees a child exit by itself."""
+
+    async def healthy(self) -> bool:
+        """Whether every child still runs (the supervisor notices an exit within milliseconds)."""
+        await asyncio.sleep(0.05)
+        if self.failure is not None:
+            return False
+        for record in self._supervisor.records():
+            if record.pid is None:
+                continue
+            try:
+                if psutil.Process(record.pid).status() == psutil.STATUS_ZOMBIE:
+                    return False
+            except psutil.NoSuchProcess:
+                return False
+        return True
 
     async def start(self) -> None:
         self._notify(f"Starting {len(self._specs)} servers (logs: {self._supervisor.options.log_dir})")

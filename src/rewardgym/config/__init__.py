@@ -26,7 +26,13 @@ if TYPE_CHECKING:
         load_config_from_flags,
         selector_config_paths,
     )
-    from rewardgym.config.instances import KIND_LABELS, RESERVED_KEYS, SERVER_KINDS, ServerInstance, ServerKind
+    from rewardgym.config.instances import (
+        KIND_LABELS,
+        RESERVED_KEYS,
+        SERVER_KINDS,
+        ServerInstance,
+        ServerKind,
+    )
     from rewardgym.config.loader import GymConfig, config_from_dict, load_config
     from rewardgym.config.overrides import Override, parse_override
     from rewardgym.config.ports import DEFAULT_HEAD_PORT, DEFAULT_HOST, can_bind, pick_free_port
@@ -85,6 +91,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_SUBMODULE_OF])
+
 
 __all__ = [
     "ASSET_KINDS",

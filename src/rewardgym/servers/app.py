@@ -6,16 +6,17 @@ Contract of :class:`ServerApp` (what :func:`rewardgym.servers.base.build_app` re
   dependencies, body models, docs, 404/405) behaves exactly as in FastAPI.
 - Every HTTP request first passes the :class:`~rewardgym.servers.middleware.Gate` (auth → 401, size → 413,
   session cookie), whichever path serves it.
-- *Direct dispatch*: a route qualifies when it is an ``APIRoute`` with an exact path (no parameters), an
-  ``async`` endpoint taking nothing or only the Starlette ``Request``, no dependencies, and a return
-  annotation that is a Starlette ``Response`` class — the shape of every route of the server base classes.
+- *Direct dispatch*: a route qualifies when it is a plain ``APIRoute`` (not a custom route class) with an
+  exact path (no parameters), an ``async`` endpoint taking nothing or only the Starlette ``Request``, no
+  dependencies, and a return annotation that is a Starlette ``Response`` class — the shape of every route
+  of the server base classes.
   Such a request skips FastAPI's middleware stack, router scan and dependency solving: the endpoint is
   awaited with the request, exceptions go to the app's exception handlers (looked up along the exception's
   MRO as Starlette does; anything unhandled → logged 500 JSON body) and the response is sent with the
   session headers. The answer — status, body, headers — is the same as through FastAPI; only the cost
   differs (tens of microseconds instead of hundreds).
 - Everything else (other routes, ``HEAD``, unknown paths, wrong methods, a ``root_path``, apps with extra
-  user middleware) goes through the regular FastAPI stack.
+  user middleware, apps built with ``direct_dispatch=False``) goes through the regular FastAPI stack.
 - The dispatch table is built at the first request from the routes present then; routes added later are
   served by the FastAPI stack.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI
 from fastapi.dependencies.utils import get_typed_return_annotation
@@ -59,7 +60,7 @@ def _direct_endpoint(route: APIRoute) -> Endpoint | None:
         return None
     try:
         returns = get_typed_return_annotation(endpoint)
-        params = list(inspect.signature(endpoint).parameters)
+        params = list(inspect.signature(endpoint).parameters.values())
     except (NameError, TypeError, ValueError):
         return None
     if not (isinstance(returns, type) and issubclass(returns, Response)):
@@ -71,10 +72,10 @@ def _direct_endpoint(route: APIRoute) -> Endpoint | None:
             return await call()
 
         return no_args
-    if params == [dependant.request_param_name]:
-        if params[0] == "request":
-            return endpoint  # type: ignore[no-any-return]
-        name = params[0]
+    if len(params) == 1 and params[0].name == dependant.request_param_name:
+        if params[0].kind is not inspect.Parameter.KEYWORD_ONLY:
+            return endpoint
+        name = params[0].name
         keyword: Callable[..., Awaitable[Response]] = endpoint
 
         async def by_name(request: Request) -> Response:
@@ -87,10 +88,10 @@ def _direct_endpoint(route: APIRoute) -> Endpoint | None:
 class ServerApp(FastAPI):
     """FastAPI app of one server with direct dispatch of simple routes; see the module docstring."""
 
-    def __init__(self, *, gate: Gate, **kwargs: Any) -> None:
+    def __init__(self, *, gate: Gate, direct_dispatch: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.gate = gate
-        self._direct: dict[tuple[str, str], Endpoint] | None = None
+        self._direct: dict[tuple[str, str], Endpoint] | None = None if direct_dispatch else {}
         self.add_middleware(LastResortMiddleware, gate=gate)
 
     def direct_routes(self) -> dict[tuple[str, str], Endpoint]:
@@ -100,16 +101,21 @@ class ServerApp(FastAPI):
         return self._direct
 
     def _build_direct_routes(self) -> dict[tuple[str, str], Endpoint]:
-        if any(m.cls is not LastResortMiddleware for m in self.user_middleware):
+        if any(cast(object, m.cls) is not LastResortMiddleware for m in self.user_middleware):
             return {}
         table: dict[tuple[str, str], Endpoint] = {}
-        taken: set[tuple[str, str]] = set()
+        taken: set[tuple[str, str]] = set()  # (method, path) matched by an earlier route: it wins
+        every_method: set[str] = set()  # paths of earlier routes that accept any method
         for route in self.router.routes:
             if not isinstance(route, Route) or route.param_convertors:
                 break  # a mount or a parameterised path may match anything after it: stop here
-            methods = route.methods or set()
-            direct = _direct_endpoint(route) if isinstance(route, APIRoute) else None
-            for method in methods:
+            if route.path in every_method:
+                continue
+            if route.methods is None:
+                every_method.add(route.path)
+                continue
+            direct = _direct_endpoint(route) if type(route) is APIRoute else None  # not custom route classes
+            for method in route.methods:
                 key = (method, route.path)
                 if key in taken:
                     continue
@@ -156,7 +162,13 @@ class ServerApp(FastAPI):
         await super().__call__(scope, receive, send_with_session)
 
     async def _direct_call(
-        self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send, session: Session, had_cookie: bool
+        self,
+        endpoint: Endpoint,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        session: Session,
+        had_cookie: bool,
     ) -> None:
         scope["app"] = self
         request = Request(scope, receive)
@@ -181,12 +193,22 @@ class ServerApp(FastAPI):
                 await response.background()
             return
 
+        started = False
+
         async def send_with_session(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message = {**message, "headers": [*message.get("headers", ()), *extra]}
             await send(message)
 
-        await response(scope, receive, send_with_session)
+        try:
+            await response(scope, receive, send_with_session)
+        except Exception as exc:  # e.g. a streaming body that fails half-way
+            if started:
+                gate.log.exception("unhandled error while answering %s %s", scope["method"], scope["path"])
+            else:
+                await gate.internal_error(scope, send, exc, extra)
 
     async def _handle(self, request: Request, exc: Exception) -> Response:
         """The app's exception handler for ``exc`` (Starlette's lookup), or re-raise it if there is none."""

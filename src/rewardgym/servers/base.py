@@ -41,10 +41,10 @@ from starlette.responses import Response
 
 from rewardgym.config.secrets import redact_text, register_secret, register_secrets_in
 from rewardgym.errors import ConfigError, RewardGymError
+from rewardgym.servers.app import ServerApp
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import ApiError, UpstreamError
 from rewardgym.servers.http import HttpClient
-from rewardgym.servers.app import ServerApp
 from rewardgym.servers.logs import server_logger
 from rewardgym.servers.middleware import SESSION_ID_KEY, Gate
 from rewardgym.servers.wire import describe_validation, error_body, json_response
@@ -83,6 +83,8 @@ class BaseServer(Generic[C]):
     """Base of every server; see the module docstring."""
 
     config_class: ClassVar[type[ServerConfig]] = ServerConfig
+    direct_dispatch: ClassVar[bool] = True
+    """Serve simple routes without FastAPI's per-request machinery (see :mod:`rewardgym.servers.app`)."""
 
     def __init__(self, config: C | Mapping[str, Any]) -> None:
         self.config: C = self.load_config(config)
@@ -155,6 +157,7 @@ def build_app(server: BaseServer[Any]) -> FastAPI:
     )
     app = ServerApp(
         gate=gate,
+        direct_dispatch=server.direct_dispatch,
         title=server.server_id,
         lifespan=lifespan,
         telemetry=_NO_TELEMETRY,

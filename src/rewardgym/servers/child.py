@@ -10,6 +10,8 @@ Contract:
   ``graceful_shutdown_s``).
 - A user-caused failure (invalid config, port in use) prints one ``Error: …`` line to stderr and exits 1;
   stdout/stderr are the instance's log file, opened by the supervisor.
+- :func:`run` is the same thing for a spec already in hand; the fork server
+  (:mod:`rewardgym.servers.zygote`) calls it in each process it forks.
 """
 
 from __future__ import annotations
@@ -40,13 +42,9 @@ def die_with_parent(parent_pid: int | None) -> None:
         sys.exit(1)
 
 
-def main() -> int:
-    try:
-        spec = ChildSpec.model_validate_json(sys.stdin.buffer.read())
-    except ValidationError as exc:
-        sys.stderr.write(f"Error: invalid child spec on stdin: {exc.error_count()} error(s)\n")
-        return 2
-    die_with_parent(spec.parent_pid)
+def run(spec: ChildSpec) -> int:
+    """Build the server of ``spec`` and serve it until SIGINT/SIGTERM; returns the exit code (a user-caused
+    failure prints one ``Error: …`` line to stderr and returns 1)."""
     try:
         from rewardgym.servers.launch import serve_forever
         from rewardgym.servers.logs import attach_library_loggers
@@ -58,6 +56,16 @@ def main() -> int:
         sys.stderr.write(f"Error: {spec.name}: {redact_text(str(exc))}\n")
         return 1
     return 0
+
+
+def main() -> int:
+    try:
+        spec = ChildSpec.model_validate_json(sys.stdin.buffer.read())
+    except ValidationError as exc:
+        sys.stderr.write(f"Error: invalid child spec on stdin: {exc.error_count()} error(s)\n")
+        return 2
+    die_with_parent(spec.parent_pid)
+    return run(spec)
 
 
 if __name__ == "__main__":

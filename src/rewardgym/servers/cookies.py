@@ -1,4 +1,5 @@
-"""The signed session cookie of a server: Starlette's ``SessionMiddleware`` format, signed as rarely as possible.
+"""The signed session cookie of a server: Starlette's ``SessionMiddleware`` format, signed as rarely as
+possible.
 
 Contract:
 - The cookie is byte-compatible with Starlette's ``SessionMiddleware`` (same secret → either side accepts the
@@ -23,6 +24,7 @@ import json
 import time
 import uuid
 from base64 import b64decode, b64encode
+from collections.abc import Callable
 from typing import Any
 
 import itsdangerous
@@ -49,13 +51,15 @@ class SessionCookies:
         max_age: int = MAX_AGE_S,
         refresh_s: float = 3600.0,
         cache_size: int = 16384,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.name = name
+        self._clock = clock
         self.max_age = max_age
         self.refresh_s = refresh_s
         self.cache_size = cache_size
         self._signer = itsdangerous.TimestampSigner(secret)
-        # The signer's HMAC with its derived key, copied per signature (what ``TimestampSigner.sign`` computes).
+        # The signer's HMAC keyed with its derived key, copied per signature (``TimestampSigner.sign``'s MAC).
         self._mac = hmac.new(self._signer.derive_key(), digestmod=self._signer.digest_method)
         self._flags = f"; path=/; Max-Age={max_age}; httponly; samesite=lax"
         self._clear: Header = (
@@ -68,7 +72,7 @@ class SessionCookies:
     # ----------------------------------------------------------------- incoming
     def load(self, value: str) -> dict[str, Any] | None:
         """The session data of a cookie value, or ``None`` when it is forged, expired or malformed."""
-        now = int(time.time())
+        now = int(self._clock())
         known = self._verified.get(value)
         if known is not None:
             data, signed_at = known
@@ -77,13 +81,14 @@ class SessionCookies:
             del self._verified[value]
             return None
         try:
-            payload, stamp = self._signer.unsign(value.encode("utf-8"), self.max_age, return_timestamp=True)
+            payload, stamp = self._signer.unsign(value.encode("utf-8"), return_timestamp=True)
             data = json.loads(b64decode(payload))
         except (itsdangerous.BadSignature, ValueError):
             return None
-        if not isinstance(data, dict):
+        signed_at = int(stamp.timestamp())
+        if not isinstance(data, dict) or not 0 <= now - signed_at <= self.max_age:
             return None
-        self._remember(value, data, int(stamp.timestamp()))
+        self._remember(value, data, signed_at)
         return data
 
     def open(self, cookie_header: bytes | None) -> tuple[Session, bool]:
@@ -110,7 +115,7 @@ class SessionCookies:
         return [_VARY, self._clear] if had_cookie else [_VARY]
 
     def _id_cookie(self, sid: str) -> Header:
-        now = int(time.time())
+        now = int(self._clock())
         cached = self._signed_ids.get(sid)
         if cached is not None and now - cached[1] < self.refresh_s:
             return cached[0]
@@ -126,7 +131,7 @@ class SessionCookies:
         return value + b"." + base64_encode(mac.digest())
 
     def _sign(self, session: dict[str, Any]) -> tuple[Header, int]:
-        signed_at = int(time.time())
+        signed_at = int(self._clock())
         sid = session.get(SESSION_ID_KEY)
         if len(session) == 1 and isinstance(sid, str) and sid.isascii() and sid.isalnum():
             text = f'{{"{SESSION_ID_KEY}": "{sid}"}}'  # json.dumps of the dict, byte for byte

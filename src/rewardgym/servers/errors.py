@@ -23,11 +23,11 @@ def safe_url(url: str) -> str:
     """``url`` without user info, query or fragment (safe to print)."""
     try:
         parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port is not None:
+            host = f"{host}:{parts.port}"
     except ValueError:
         return "<invalid url>"
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 

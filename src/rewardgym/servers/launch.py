@@ -2,12 +2,15 @@
 
 Contract:
 - :func:`uvicorn_config` is the one place uvicorn is configured: uvloop and httptools when importable,
-  access log off, no proxy-header rewriting (servers talk to each other directly), lifespan on, keep-alive 30 s (longer than the client pool's 15 s, so the client closes
+  access log off, no proxy-header rewriting (servers talk to each other directly), no websockets, lifespan on,
+  keep-alive 30 s (longer than the client pool's 15 s, so the client closes
   idle connections first), graceful shutdown bounded by the server's ``graceful_shutdown_s``.
 - :func:`check_port_free` raises :class:`~rewardgym.errors.ServerError` naming host:port when it cannot be
   bound (used before launching, so "port in use" is a clear error rather than a dead child).
-- :class:`ThreadedServer` runs a server's app in a background thread on a real 127.0.0.1 port (port 0 picks
-  a free one) and waits for it to be serving, polling with a deadline; used by tests and benchmarks.
+- :class:`ThreadedServer` runs a server (anything with ``config`` and ``build_app()``, e.g. a
+  :class:`~rewardgym.servers.base.BaseServer`) or a bare ASGI app in a background thread on a real
+  127.0.0.1 port (port 0 picks a free one) and waits for it to be serving, polling with a deadline; used
+  by tests and benchmarks.
 """
 
 from __future__ import annotations
@@ -19,15 +22,23 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 from rewardgym.errors import ServerError
+from rewardgym.servers.config import ServerConfig
 
 if TYPE_CHECKING:  # uvicorn and the server base (FastAPI) are imported on use: check_port_free stays light
     import uvicorn
     from starlette.types import ASGIApp
 
-    from rewardgym.servers.base import BaseServer
+
+class Servable(Protocol):
+    """What uvicorn needs of a server: its config (host, port, shutdown grace) and its ASGI app."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    def build_app(self) -> ASGIApp: ...
 
 
 def _loop_kind() -> str:
@@ -38,9 +49,7 @@ def _http_kind() -> str:
     return "httptools" if importlib.util.find_spec("httptools") else "h11"
 
 
-def uvicorn_config(
-    server: BaseServer[Any], *, host: str | None = None, port: int | None = None
-) -> uvicorn.Config:
+def uvicorn_config(server: Servable, *, host: str | None = None, port: int | None = None) -> uvicorn.Config:
     """uvicorn settings for ``server`` (binding ``host``/``port``, defaulting to its config)."""
     import uvicorn
 
@@ -51,6 +60,7 @@ def uvicorn_config(
         loop=_loop_kind(),
         http=_http_kind(),
         lifespan="on",
+        ws="none",
         log_config=None,
         access_log=False,
         proxy_headers=False,
@@ -74,7 +84,7 @@ def check_port_free(host: str, port: int) -> None:
             raise ServerError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
-def serve_forever(server: BaseServer[Any]) -> None:
+def serve_forever(server: Servable) -> None:
     """Run ``server`` in this process until SIGINT/SIGTERM (the child-process entry point uses this)."""
     import uvicorn
 
@@ -89,18 +99,17 @@ class ThreadedServer:
     """
 
     def __init__(
-        self, target: BaseServer[Any] | ASGIApp, *, host: str = "127.0.0.1", port: int = 0, name: str = "app"
+        self, target: Servable | ASGIApp, *, host: str = "127.0.0.1", port: int = 0, name: str = "app"
     ) -> None:
         import uvicorn
 
-        from rewardgym.servers.base import BaseServer
-
-        if isinstance(target, BaseServer):
-            config = uvicorn_config(target, host=host, port=port)
-            name = target.config.name
+        if callable(getattr(target, "build_app", None)):  # a server object (BaseServer, HeadServer)
+            server: Servable = target  # type: ignore[assignment]
+            config = uvicorn_config(server, host=host, port=port)
+            name = server.config.name
         else:
             config = uvicorn.Config(
-                target,
+                cast("ASGIApp", target),
                 host=host,
                 port=port,
                 log_config=None,

@@ -79,7 +79,9 @@ class Gate:
         self.token = auth_token.encode() if auth_token else None
         self.cookies = SessionCookies(session_secret, server_id)
         self.log = logger
-        self.unauthorized_body = error_body(server_id, "unauthorized", "missing or wrong authentication token")
+        self.unauthorized_body = error_body(
+            server_id, "unauthorized", "missing or wrong authentication token"
+        )
         self.too_large_body = error_body(
             server_id, "request_too_large", f"request body exceeds {max_request_bytes} bytes"
         )
@@ -125,7 +127,10 @@ class Gate:
     async def internal_error(self, scope: Scope, send: Send, exc: Exception, headers: list[Header]) -> None:
         """Log ``exc`` with its traceback and answer 500 with the JSON error body (no traceback)."""
         self.log.error(
-            "unhandled error in %s %s", scope["method"], scope["path"], exc_info=(type(exc), exc, exc.__traceback__)
+            "unhandled error in %s %s",
+            scope["method"],
+            scope["path"],
+            exc_info=(type(exc), exc, exc.__traceback__),
         )
         message = redact_text(f"{type(exc).__name__}: {exc}")
         await send_json(send, 500, error_body(self.server_id, "internal_error", message), headers)

@@ -2,19 +2,25 @@
 
 Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
 - :meth:`Supervisor.start`: checks every port first (a port in use is a :class:`ServerError` before anything
-  is launched); serves the head registry (:mod:`rewardgym.servers.registry_server`) in this process; spawns
-  each :class:`~rewardgym.servers.spec.ChildSpec` as ``python -m rewardgym.servers.child`` with the spec on
-  stdin, in its own process group, stdout+stderr appended to ``<log_dir>/<name>.log``; then waits until
-  every child answers ``GET /`` (any HTTP status) and every upstream answers (``GET <base>/models`` for a
-  ``…/v1`` base URL, else ``GET <base>``), polling with deadlines. A child that exits, a deadline passed, or
-  an unresolvable upstream host stops everything and raises :class:`ChildFailure`/:class:`ServerError`
-  carrying the last 30 lines of the child's log.
+  is launched); spawns each :class:`~rewardgym.servers.spec.ChildSpec` as
+  ``python -m rewardgym.servers.child`` with the spec on stdin, in its own process group, stdout+stderr
+  appended to ``<log_dir>/<name>.log``; serves the head registry (:mod:`rewardgym.servers.registry_server`)
+  in this process; then waits until every child answers ``GET /`` (any HTTP status) and every upstream
+  answers (``GET <base>/models`` for a ``…/v1`` base URL, else ``GET <base>``), polling with deadlines. A
+  child that exits, a deadline passed, or an unresolvable upstream host stops everything and raises
+  :class:`ChildFailure`/:class:`ServerError` carrying the last 30 lines of the child's log.
+- ``preflight`` (e.g. validating every config with :func:`~rewardgym.servers.plan.validate_specs`) runs when a
+  child exits during start-up, before that failure is reported: if it raises, its error is reported instead
+  (an invalid config is one clear error, not a log tail). Each child validates its own config before it
+  listens, so when all of them come up the configs are valid — and the supervisor never imports the server
+  classes (FastAPI, environments, models) while the children boot on the same cores.
 - :meth:`Supervisor.wait`: returns when :meth:`request_stop` is called (signal handlers call it); raises
   :class:`ChildFailure` (after stopping the others) if a child exits on its own.
 - :meth:`Supervisor.stop`: SIGTERM to each child's process group, up to ``stop_grace_s`` to exit, then
   SIGKILL; then the head stops. Children also die if the supervisor is SIGKILLed: they ask the kernel for
   ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.servers.child`).
 - Secrets travel only through the children's stdin. The instance records served by the head hold no secret.
+- Start-up probes use the standard library (:mod:`rewardgym.servers.probe`), not aiohttp.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,16 +39,17 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from rewardgym.errors import ServerError
-from rewardgym.servers.config import HttpClientConfig
 from rewardgym.servers.errors import UpstreamConnectionError, UpstreamError, safe_url
-from rewardgym.servers.http import HttpClient
+from rewardgym.servers.forking import ForkedProcess, ForkServer, ForkServerError
 from rewardgym.servers.logs import log_path
+from rewardgym.servers.probe import http_status, listening
 from rewardgym.servers.spec import ChildSpec, InstanceRecord
 
 if TYPE_CHECKING:
     import uvicorn
 
 TAIL_LINES = 30
+FORK_SERVER_LOG = "_fork_server.log"
 POLL_INTERVAL_S = 0.02
 UPSTREAM_POLL_S = 0.5
 
@@ -68,6 +75,9 @@ class SupervisorOptions:
     upstreams: list[str] = field(default_factory=list)
     upstream_timeout_s: float = 120.0
     stop_grace_s: float = 5.0
+    fork_server: bool = True
+    """Fork the instances from one process that imported the server stack once (:mod:`.zygote`) instead of
+    starting a fresh interpreter per instance (which stays the fallback)."""
 
 
 def render_log_line(line: str) -> Iterator[str]:
@@ -113,12 +123,27 @@ def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
     return EmbeddedUvicorn(config)
 
 
+async def _all_or_first_error(waits: list[Coroutine[Any, Any, None]]) -> None:
+    """Run ``waits`` concurrently; on the first failure cancel the others and raise it."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            failure = task.exception()
+            if failure is not None:
+                raise failure
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 @dataclass
 class _Child:
     spec: ChildSpec
     record: InstanceRecord
     log: Path
-    process: asyncio.subprocess.Process | None = None
+    process: asyncio.subprocess.Process | ForkedProcess | None = None
 
 
 class Supervisor:
@@ -146,7 +171,7 @@ class Supervisor:
         self._stop_requested = asyncio.Event()
         self._head: uvicorn.Server | None = None
         self._head_task: asyncio.Task[None] | None = None
-        self._http = HttpClient(HttpClientConfig(max_attempts=1, connect_timeout_s=2.0, read_timeout_s=5.0))
+        self._forks: ForkServer | None = None
         self.head_url = f"http://{options.head_host}:{options.head_port}"
 
     def records(self) -> list[InstanceRecord]:
@@ -159,21 +184,33 @@ class Supervisor:
     async def start(self, preflight: Callable[[], Any] | None = None) -> None:
         """Launch all children and the head, and wait until all answer (module docstring).
 
-        ``preflight`` (e.g. validating every config) runs right after the children are spawned, while they
-        boot; if it raises, everything is stopped and the error propagates.
+        ``preflight`` (e.g. validating every config) runs if a child exits during start-up; if it raises,
+        everything is stopped and its error propagates instead of the child's failure.
         """
         self._check_ports()
         self.options.log_dir.mkdir(parents=True, exist_ok=True)
         try:
-            for child in self._children:
-                await self._spawn(child)
-            if preflight is not None:
-                preflight()
-            await self._start_head()
-            await asyncio.gather(
-                *(self._wait_ready(child) for child in self._children),
-                *(self._wait_upstream(url) for url in self.options.upstreams),
-            )
+            if self.options.fork_server and self._children:
+                self._forks = ForkServer()  # starts importing the server stack while the head starts
+                await self._forks.start(self.options.log_dir / FORK_SERVER_LOG)
+                await self._start_head()
+                for child in self._children:
+                    await self._spawn(child)
+            else:
+                for child in self._children:
+                    await self._spawn(child)
+                await self._start_head()
+            try:
+                await _all_or_first_error(
+                    [
+                        *(self._wait_ready(child) for child in self._children),
+                        *(self._wait_upstream(url) for url in self.options.upstreams),
+                    ]
+                )
+            except ChildFailure:
+                if preflight is not None:
+                    preflight()
+                raise
         except BaseException:
             await self.stop()
             raise
@@ -213,6 +250,16 @@ class Supervisor:
             await asyncio.sleep(POLL_INTERVAL_S)
 
     async def _spawn(self, child: _Child) -> None:
+        child.record.started_at = time.time()
+        if self._forks is not None:
+            child.log.write_bytes(b"")  # a fresh log per start: its tail is about this run
+            try:
+                child.process = await self._forks.fork(child.spec, child.log)
+                child.record.pid = child.process.pid
+                return
+            except ForkServerError:
+                forks, self._forks = self._forks, None
+                await forks.close()
         spec = child.spec.model_copy(update={"parent_pid": os.getpid()})
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with child.log.open("wb") as log:  # a fresh log per start: its tail is about this run
@@ -232,7 +279,6 @@ class Supervisor:
         process.stdin.close()
         child.process = process
         child.record.pid = process.pid
-        child.record.started_at = time.time()
 
     def _fail(self, child: _Child, reason: str) -> ChildFailure:
         return ChildFailure(child.spec.name, reason, tail_log(child.log))
@@ -246,7 +292,9 @@ class Supervisor:
                 child.record.exit_code = child.process.returncode
                 raise self._fail(child, f"exited during start-up (exit code {child.process.returncode})")
             try:
-                await self._http.get(f"{child.spec.url}/", timeout_s=2.0, raise_for_status=False)
+                if not await listening(child.spec.host, child.spec.port):
+                    raise UpstreamConnectionError(child.spec.url, "not listening yet")
+                await http_status(f"{child.spec.url}/", 2.0)
             except UpstreamError:
                 if time.monotonic() > deadline:
                     raise self._fail(
@@ -264,7 +312,7 @@ class Supervisor:
         deadline = time.monotonic() + self.options.upstream_timeout_s
         while True:
             try:
-                await self._http.get(probe, timeout_s=5.0, raise_for_status=False)
+                await http_status(probe, 5.0)
                 self._notify(f"upstream {safe_url(base)} answers")
                 return
             except UpstreamConnectionError as exc:
@@ -327,9 +375,11 @@ class Supervisor:
             if child.process is not None:
                 child.record.exit_code = child.process.returncode
                 child.record.status = "stopped" if child.record.status != "exited" else "exited"
+        if self._forks is not None:
+            await self._forks.close(self.options.stop_grace_s)
+            self._forks = None
         if self._head is not None and self._head_task is not None:
             self._head.should_exit = True
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._head_task, timeout=5.0)
             self._head = None
-        await self._http.close()

@@ -12,12 +12,14 @@ Contract:
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
-from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
+
+if TYPE_CHECKING:
+    from fastapi.exceptions import RequestValidationError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -40,6 +42,14 @@ def model_response(model: BaseModel, *, exclude_unset: bool = False, status: int
     return Response(body, status_code=status, media_type=JSON_MEDIA)
 
 
+def request_validation_error(errors: list[dict[str, Any]]) -> RequestValidationError:
+    """FastAPI's 422 exception for ``errors`` (FastAPI is imported here, on the error path, so that this
+    module stays light for processes that never build a FastAPI app)."""
+    from fastapi.exceptions import RequestValidationError
+
+    return RequestValidationError(errors)
+
+
 def validation_errors(
     exc: ValidationError, prefix: tuple[str | int, ...] = ("body",)
 ) -> list[dict[str, Any]]:
@@ -55,7 +65,7 @@ def parse_body(model: type[M], body: bytes, prefix: tuple[str | int, ...] = ("bo
     try:
         return model.model_validate_json(body or b"{}")
     except ValidationError as exc:
-        raise RequestValidationError(validation_errors(exc, prefix)) from None
+        raise request_validation_error(validation_errors(exc, prefix)) from None
 
 
 def parse_value(model: type[M], value: Any, prefix: tuple[str | int, ...]) -> M:
@@ -63,7 +73,7 @@ def parse_value(model: type[M], value: Any, prefix: tuple[str | int, ...]) -> M:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        raise RequestValidationError(validation_errors(exc, prefix)) from None
+        raise request_validation_error(validation_errors(exc, prefix)) from None
 
 
 def load_json_object(body: bytes) -> dict[str, Any]:
@@ -71,11 +81,11 @@ def load_json_object(body: bytes) -> dict[str, Any]:
     try:
         value = orjson.loads(body or b"{}")
     except orjson.JSONDecodeError as exc:
-        raise RequestValidationError(
+        raise request_validation_error(
             [{"type": "json_invalid", "loc": ["body"], "msg": f"Invalid JSON: {exc}"}]
         ) from None
     if not isinstance(value, dict):
-        raise RequestValidationError(
+        raise request_validation_error(
             [{"type": "dict_type", "loc": ["body"], "msg": "Input should be a JSON object"}]
         )
     return value

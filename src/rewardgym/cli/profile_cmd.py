@@ -1,0 +1,115 @@
+"""``gym eval profile``: reward profiles of a rollout collection (NeMo Gym 0.7.0-compatible outputs).
+
+``gym eval profile --inputs X_materialized_inputs.jsonl --rollouts X.jsonl [--allow-partial-rollouts]
+[++allow_partial_rollouts=True]`` writes ``X_reward_profiling.jsonl``, ``X_agent_metrics.json`` and
+``X_repeat_level_metrics.json`` next to the rollouts, prints NeMo Gym's summary lines, then a table of
+tasks by pass-rate band, the mean reward with its 95 % interval and the wall time. Bad input exits 1
+with one ``Error: …`` line; a bad flag or override exits 2.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from rewardgym.cli.main import eval_app
+from rewardgym.cli.overrides import split_overrides
+from rewardgym.errors import UsageError
+from rewardgym.profile import BAND_LABELS, ProfileResult, profile_files, summary_lines
+
+_OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts")
+_OVERRIDE_KEYS = ("allow_partial_rollouts",)
+_TRUE = frozenset(("true", "1", "yes"))
+_FALSE = frozenset(("false", "0", "no"))
+
+
+def parse_bool(text: str, key: str) -> bool:
+    """``True``/``true``/``1``/``yes`` or ``False``/``false``/``0``/``no``; anything else is a usage error."""
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise UsageError(f"override '{key}' expects true or false, got {text!r}")
+
+
+def partial_from_overrides(tokens: list[str]) -> bool | None:
+    """The value of ``++allow_partial_rollouts=…`` among the override tokens (None when absent)."""
+    value: bool | None = None
+    for token in tokens:
+        body = token.lstrip("+")
+        key, sep, text = body.partition("=")
+        if not sep:
+            raise UsageError(f"override {token!r} must be written ++key=value")
+        if key not in _OVERRIDE_KEYS:
+            raise UsageError(
+                f"unknown override {token!r}: 'gym eval profile' accepts only "
+                "++allow_partial_rollouts=true|false"
+            )
+        value = parse_bool(text, key)
+    return value
+
+
+def _print_summary(result: ProfileResult, seconds: float) -> None:
+    """Our addition after NeMo Gym's lines: pass-rate bands, mean reward with interval, wall time."""
+    console = Console(highlight=False, soft_wrap=True)
+    summary = result.summary
+    if summary.bands is not None:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        table.add_column("Pass rate (per-task mean reward)")
+        table.add_column("Tasks", justify="right")
+        table.add_column("Share", justify="right")
+        for label, count in zip(BAND_LABELS, summary.bands, strict=True):
+            share = 100.0 * count / summary.tasks if summary.tasks else 0.0
+            table.add_row(label, str(count), f"{share:.1f} %")
+        console.print(table)
+    if summary.mean_reward is None:
+        console.print("No reward values to summarise.")
+    else:
+        line = f"Mean reward: {summary.mean_reward:.4f}"
+        if summary.interval is not None:
+            low, high = summary.interval
+            line += f" (95 % CI {low:.4f} to {high:.4f}, t-interval over {summary.tasks} tasks)"
+        if summary.bands is None:
+            line += "; rewards outside [0, 1], so no pass-rate bands"
+        console.print(line)
+    console.print(f"Wall time: {seconds:.2f} s for {result.completion.completed_rollout_rows} rollouts")
+
+
+@eval_app.command(
+    "profile",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    help="Profile rewards per task: NeMo Gym 0.7.0-identical *_reward_profiling.jsonl, *_agent_metrics.json "
+    "and *_repeat_level_metrics.json next to the rollouts.",
+)
+def profile_command(
+    ctx: typer.Context,
+    inputs: Annotated[
+        str, typer.Option("--inputs", help="Materialized inputs (<stem>_materialized_inputs.jsonl).")
+    ],
+    rollouts: Annotated[str, typer.Option("--rollouts", help="Rollouts JSONL written by 'gym eval run'.")],
+    allow_partial_rollouts: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial-rollouts",
+            help="Profile a partial collection: drop tasks without rollouts instead of failing "
+            "(same as ++allow_partial_rollouts=True).",
+        ),
+    ] = False,
+) -> None:
+    started = time.perf_counter()
+    override = partial_from_overrides(split_overrides(ctx.args, _OPTIONS))
+    if override is not None and allow_partial_rollouts and not override:
+        raise UsageError("--allow-partial-rollouts contradicts ++allow_partial_rollouts=false")
+    allow_partial = allow_partial_rollouts if override is None else override
+    result = profile_files(Path(inputs), Path(rollouts), allow_partial=allow_partial)
+    assert result.paths is not None
+    for line in summary_lines(result.completion, result.masked_rollouts, result.paths):
+        typer.echo(line)
+    _print_summary(result, time.perf_counter() - started)

@@ -1,0 +1,221 @@
+"""Noticing that a server died during a collection, so the run stops cleanly instead of failing every row.
+
+Contract:
+- A :class:`StackGuard` is what the runner asks about the servers: :meth:`~StackGuard.alarm` (a rollout
+  attempt just failed in a way a dead server would cause: look now), :meth:`~StackGuard.healthy` (awaited
+  before a transient failure is recorded as final: ``False`` means a server is gone, and the rollout is left
+  for ``--resume`` instead of being written to the failures file) and :attr:`~StackGuard.death` (what died,
+  once known).
+- :class:`HeadWatch` guards a ``--no-serve`` run through the head registry of its ``gym env start``: it
+  polls ``GET /server_instances`` every ``poll_s`` and, on an alarm or a ``healthy()`` call, also
+  ``GET /health``. A server is dead when the registry reports it ``exited`` (named with its exit code),
+  when ``/health`` finds it refusing connections (named with its URL), or when the registry itself
+  refuses connections (its ``gym env start`` is gone: the last instance table seen names the server that
+  died when it was caught) or times out ``head_timeouts`` times in a row. A timed-out probe of a busy server
+  is not a death. On the first death ``on_death(message)`` is called once; the message names the server(s).
+- :class:`AgentDirectory` is the agent name → URL mapping handed to the runner; it also says where the
+  agents came from (``head_url``) or which guard watches them (``guard``), so the runner guards every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from rewardgym.servers.errors import UpstreamConnectionError, UpstreamError, UpstreamTimeout
+from rewardgym.servers.http import HttpClient
+
+
+class StackGuard(Protocol):
+    """What the runner asks about the servers of a collection (see the module docstring)."""
+
+    resume_hint: str
+    """What to do after a death (printed with it)."""
+
+    @property
+    def death(self) -> str | None: ...
+
+    def alarm(self) -> None: ...
+
+    async def healthy(self) -> bool: ...
+
+
+class AgentDirectory(dict[str, str]):
+    """Agent name → base URL, plus where they were found (``head_url``) or who watches them (``guard``)."""
+
+    def __init__(
+        self, urls: Mapping[str, str], *, head_url: str | None = None, guard: StackGuard | None = None
+    ) -> None:
+        super().__init__(urls)
+        self.head_url = head_url
+        self.guard = guard
+
+
+def describe_records(records: list[dict[str, Any]]) -> str | None:
+    """The death a head registry's instance table shows, or ``None`` when every server is up."""
+    exited = [r for r in records if r.get("status") == "exited"]
+    if exited:
+        return "; ".join(
+            f"server {r.get('name')!r} ({r.get('kind')}) exited (exit code {r.get('exit_code')})"
+            for r in exited
+        )
+    stopping = [r for r in records if r.get("status") in ("stopping", "stopped")]
+    if stopping:
+        names = ", ".join(repr(r.get("name")) for r in stopping)
+        return f"the servers are being stopped ({names}: 'gym env start' was stopped)"
+    return None
+
+
+def describe_health(health: Any) -> str | None:
+    """The servers ``/health`` finds refusing connections (a timeout is a busy server, not a dead one)."""
+    servers = health.get("servers") if isinstance(health, dict) else None
+    if not isinstance(servers, list):
+        return None
+    dead = [
+        s
+        for s in servers
+        if isinstance(s, dict) and not s.get("healthy") and s.get("error") == UpstreamConnectionError.kind
+    ]
+    if not dead:
+        return None
+    return "; ".join(f"server {s.get('name')!r} at {s.get('url')} refuses connections" for s in dead)
+
+
+class HeadWatch:
+    """Guards a ``--no-serve`` run through its head registry (see the module docstring)."""
+
+    resume_hint = (
+        "Restart the servers (the same 'gym env start' command), then run the same command plus --resume "
+        "to continue."
+    )
+
+    def __init__(
+        self,
+        head_url: str,
+        *,
+        on_death: Callable[[str], None],
+        headers: Mapping[str, str] | None = None,
+        poll_s: float = 0.25,
+        timeout_s: float = 5.0,
+        head_timeouts: int = 3,
+        check_interval_s: float = 0.25,
+    ) -> None:
+        self.head_url = head_url.rstrip("/")
+        self._on_death = on_death
+        self._client = HttpClient(headers=headers)
+        self._poll_s = poll_s
+        self._timeout_s = timeout_s
+        self._head_timeouts = head_timeouts
+        self._check_interval_s = check_interval_s
+        self._timeouts = 0
+        self._last_records: list[dict[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._poller: asyncio.Task[None] | None = None
+        self._check: asyncio.Task[None] | None = None
+        self._checked_at = -1e9
+        self.death: str | None = None
+        self.checks = 0
+        """Full checks (``/server_instances`` + ``/health``) made so far."""
+
+    async def __aenter__(self) -> HeadWatch:
+        self._poller = asyncio.create_task(self._poll())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for task in (self._poller, self._check):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self._client.close()
+
+    # ------------------------------------------------------------------ the guard
+    def alarm(self) -> None:
+        """A rollout attempt failed: check the servers soon (at most once per ``check_interval_s``)."""
+        if self.death is None:
+            self._wake.set()
+
+    async def healthy(self) -> bool:
+        """Check the servers now (sharing a check already under way); ``False`` once one is dead."""
+        if self.death is None:
+            await self._full_check()
+        return self.death is None
+
+    # ------------------------------------------------------------------ checks
+    def _died(self, message: str) -> None:
+        if self.death is None:
+            self.death = message
+            self._on_death(message)
+
+    async def _get(self, path: str) -> Any:
+        reply = await self._client.get(f"{self.head_url}{path}", timeout_s=self._timeout_s, max_attempts=1)
+        return reply.json()
+
+    async def _records(self) -> list[dict[str, Any]] | None:
+        """The instance table; ``None`` when the head could not be asked (and the death is recorded)."""
+        try:
+            records = await self._get("/server_instances")
+        except UpstreamTimeout:
+            self._timeouts += 1
+            if self._timeouts >= self._head_timeouts:
+                self._died(
+                    f"the head registry at {self.head_url} stopped answering ({self._timeouts} timeouts)"
+                )
+            return None
+        except UpstreamConnectionError:
+            earlier = describe_records(self._last_records)
+            self._died(
+                f"the head registry at {self.head_url} refuses connections: its 'gym env start' has exited"
+                + (f" ({earlier})" if earlier else " (its output names the server that died)")
+            )
+            return None
+        except UpstreamError:
+            return None
+        self._timeouts = 0
+        if isinstance(records, list):
+            self._last_records = [r for r in records if isinstance(r, dict)]
+        return self._last_records
+
+    async def _inspect(self, *, full: bool) -> None:
+        records = await self._records()
+        if records is None or self.death is not None:
+            return
+        found = describe_records(records)
+        if found is None and full:
+            try:
+                found = describe_health(await self._get("/health"))
+            except UpstreamError:
+                found = None
+            if found is not None:
+                # Servers refuse connections: the supervisor has probably seen which one exited first by
+                # now (and is stopping the others); its table names the culprit better than the probes.
+                try:
+                    again = await self._get("/server_instances")
+                except UpstreamError:
+                    again = None
+                if isinstance(again, list):
+                    found = describe_records([r for r in again if isinstance(r, dict)]) or found
+        if found is not None:
+            self._died(found)
+
+    async def _full_check(self) -> None:
+        if self._check is None or self._check.done():
+            if time.monotonic() - self._checked_at < self._check_interval_s:
+                return
+            self._checked_at = time.monotonic()
+            self.checks += 1
+            self._check = asyncio.create_task(self._inspect(full=True))
+        await asyncio.shield(self._check)
+
+    async def _poll(self) -> None:
+        while self.death is None:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self._poll_s)
+            except TimeoutError:
+                await self._inspect(full=False)
+                continue
+            self._wake.clear()
+            await self._full_check()

@@ -1,0 +1,157 @@
+"""The Python API of ``gym eval profile``: profile two files, or in-memory rows and results.
+
+Contract:
+
+- :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files, writes the three
+  output files next to ``rollouts`` (temp file + rename each; nothing is written when any check fails)
+  and returns a :class:`ProfileResult`. Per-task rows are streamed to disk, not kept in the result.
+- :func:`profile_rows(rows, results, allow_partial=False)` runs the same profiler on lists of dicts
+  (materialized-input rows and rollout/verify results), writes nothing, and returns the per-task rows
+  too — exactly the objects the file would hold.
+- :func:`profile_results(results, agent="agent")` is NeMo Gym's ``/aggregate_metrics`` use: results
+  only, each keyed by its own indices, all of one agent (synthetic rows
+  ``{_ng_task_index, _ng_rollout_index, agent_ref: {name: agent}}``).
+
+Both raise :class:`~rewardgym.errors.DataError` for bad input (file:line, or ``results[i]`` for rows).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rewardgym.errors import DataError
+from rewardgym.profile.align import CompletionSummary
+from rewardgym.profile.chunks import InputChunk, ResultChunk
+from rewardgym.profile.columns import InputColumns, ResultColumns, merge_inputs, merge_results
+from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX
+from rewardgym.profile.output import OutputPaths, output_paths, row_sample_loader, task_lines, write_outputs
+from rewardgym.profile.profiler import Profile, build_profile
+from rewardgym.profile.reader import read_files
+from rewardgym.profile.report import TaskSummary, task_summary
+from rewardgym.profile.scan_inputs import inputs_from_rows
+from rewardgym.profile.scan_results import results_from_rows
+from rewardgym.profile.tinterval import preload_in_background
+from rewardgym.profile.tuning import Tuning
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """What a profiling run produced."""
+
+    completion: CompletionSummary
+    """Completion accounting over all rows (masked rollouts count as completed)."""
+    masked_rollouts: int
+    """Results with a truthy ``mask_sample``."""
+    agent_metrics: list[dict[str, Any]]
+    """Entries of ``<stem>_agent_metrics.json``."""
+    repeat_level_metrics: list[dict[str, Any]]
+    """Entries of ``<stem>_repeat_level_metrics.json``."""
+    summary: TaskSummary
+    """Pass-rate bands and the mean reward with its interval (our addition to the printed summary)."""
+    task_row_count: int
+    """Rows of ``<stem>_reward_profiling.jsonl``."""
+    paths: OutputPaths | None = None
+    """Where the files were written (``profile_files`` only)."""
+    task_rows: list[dict[str, Any]] = field(default_factory=list)
+    """The per-task rows (``profile_rows`` only; ``profile_files`` streams them to disk)."""
+    seconds: float = 0.0
+    """Wall time of the run."""
+    profile: Profile | None = field(default=None, repr=False)
+    """The columnar statistics behind the outputs, for further analysis."""
+
+
+def profile_files(
+    inputs: str | os.PathLike[str],
+    rollouts: str | os.PathLike[str],
+    allow_partial: bool = False,
+    *,
+    tuning: Tuning | None = None,
+) -> ProfileResult:
+    """Profile ``rollouts`` against ``inputs`` and write the three output files (see module doc)."""
+    started = time.perf_counter()
+    tuning = tuning or Tuning()
+    inputs_path, rollouts_path = Path(inputs), Path(rollouts)
+    loading: list[threading.Thread] = []
+    input_columns, result_columns = read_files(
+        inputs_path, rollouts_path, tuning, while_reading=lambda: loading.append(preload_in_background())
+    )
+    for thread in loading:
+        thread.join()  # before any further fork
+    profile = build_profile(
+        input_columns,
+        result_columns,
+        inputs_path=str(inputs_path),
+        results_path=str(rollouts_path),
+        allow_partial=allow_partial,
+    )
+    paths = output_paths(rollouts_path)
+    write_outputs(profile, result_columns, paths, inputs_path, input_columns, tuning)
+    return ProfileResult(
+        completion=profile.completion,
+        masked_rollouts=profile.masked_rollouts,
+        agent_metrics=profile.agent_metrics,
+        repeat_level_metrics=profile.repeat_level_metrics,
+        summary=task_summary(profile),
+        task_row_count=profile.task_groups,
+        paths=paths,
+        seconds=time.perf_counter() - started,
+        profile=profile,
+    )
+
+
+def _checked(chunk: InputChunk | ResultChunk, what: str) -> None:
+    if chunk.error is not None:
+        raise DataError(f"{what}[{chunk.error.line - 1}]: {chunk.error.message}")
+
+
+def profile_rows(
+    rows: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]], allow_partial: bool = False
+) -> ProfileResult:
+    """Profile in-memory rows and results; nothing is written (see module doc)."""
+    started = time.perf_counter()
+    input_chunk = inputs_from_rows(rows)
+    _checked(input_chunk, "rows")
+    result_chunk = results_from_rows(results)
+    _checked(result_chunk, "results")
+    input_columns: InputColumns = merge_inputs([input_chunk])
+    result_columns: ResultColumns = merge_results([result_chunk])
+    profile = build_profile(
+        input_columns, result_columns, inputs_path="rows", results_path="results", allow_partial=allow_partial
+    )
+
+    task_rows = [orjson.loads(line) for line in task_lines(profile, result_columns, row_sample_loader(rows))]
+    return ProfileResult(
+        completion=profile.completion,
+        masked_rollouts=profile.masked_rollouts,
+        agent_metrics=orjson.loads(orjson.dumps(profile.agent_metrics)),
+        repeat_level_metrics=orjson.loads(orjson.dumps(profile.repeat_level_metrics)),
+        summary=task_summary(profile),
+        task_row_count=profile.task_groups,
+        task_rows=task_rows,
+        seconds=time.perf_counter() - started,
+        profile=profile,
+    )
+
+
+def profile_results(results: Sequence[dict[str, Any]], agent: str = "agent") -> ProfileResult:
+    """Profile verify results of one agent on their own (see module doc)."""
+    rows = []
+    for position, result in enumerate(results):
+        if not isinstance(result, dict):
+            raise DataError(f"results[{position}]: expected an object (dict)")
+        rows.append(
+            {
+                TASK_INDEX: result.get(TASK_INDEX),
+                ROLLOUT_INDEX: result.get(ROLLOUT_INDEX),
+                "agent_ref": {"name": agent},
+            }
+        )
+    return profile_rows(rows, results)

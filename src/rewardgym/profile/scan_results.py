@@ -1,0 +1,199 @@
+"""Reading rollout rows into a :class:`~rewardgym.profile.chunks.ResultChunk`.
+
+Contract: per row, its key and whether it is masked; for a measured row also its metric values (flat,
+in the order of its field-name tuple) and its serialized ``rollout_infos`` record (see
+:mod:`rewardgym.profile.extract` for what they contain). A row whose JSON is malformed, is not an object,
+or lacks an integer key stops the chunk with a :class:`~rewardgym.profile.chunks.LineError`.
+
+:func:`scan_results` is the hottest loop of the profiler (one pass per rollout), so it is written for
+speed: one row at a time (the parsed row stays in cache), typed arrays and one byte buffer instead of
+per-row Python objects, the cyclic garbage collector paused (the loop creates no cycles), and rows whose
+layout equals the previous row's reuse its compiled plan (see :mod:`rewardgym.profile.plans`).
+:func:`results_from_rows` applies the same rules to in-memory rows with a plain loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import orjson
+
+from rewardgym.profile.chunks import LineError, ResultChunk, first_line_start, gc_paused
+from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX, KeyProblem, is_masked, row_key
+from rewardgym.profile.plans import Plan, plan_for, usage_of
+
+_LOW = -(2**63)
+_HIGH = 2**63 - 1
+_READ_BUFFER = 1 << 20
+
+
+class _Output:
+    """The typed arrays one chunk fills."""
+
+    def __init__(self) -> None:
+        # Plain lists: appending a reference is cheaper than array's argument parsing, and the numbers
+        # are the parsed row's own objects (nothing new is allocated).
+        self.tasks: list[int] = []
+        self.rollouts: list[int] = []
+        self.shapes: list[int] = []
+        self.values: list[Any] = []
+        self.infos = bytearray()
+        self.info_ends: list[int] = []
+        self.shape_index: dict[tuple[str, ...], int] = {}
+        self.plans: dict[Any, Plan] = {}
+        self.with_outcome = 0
+
+    def shape_of(self, names: tuple[str, ...]) -> int:
+        return self.shape_index.setdefault(names, len(self.shape_index))
+
+    def build(self, lines: int, error: LineError | None) -> ResultChunk:
+        def numbers(values: list[Any], dtype: type[np.generic]) -> np.ndarray:
+            return np.array(values, dtype=dtype) if values else np.zeros(0, dtype)
+
+        shape_ids = numbers(self.shapes, np.int32)
+        return ResultChunk(
+            lines=lines,
+            task=numbers(self.tasks, np.int64),
+            rollout=numbers(self.rollouts, np.int64),
+            masked=shape_ids < 0,
+            shape=shape_ids,
+            shapes=list(self.shape_index),
+            values=numbers(self.values, np.float64),
+            infos=bytes(self.infos),
+            info_ends=numbers(self.info_ends, np.int64),
+            with_outcome=self.with_outcome,
+            error=error,
+        )
+
+
+def _key(row: dict[str, Any], line: int, raw: bytes) -> tuple[int, int] | LineError:
+    key = row_key(row)
+    return LineError(line, raw, key.message) if isinstance(key, KeyProblem) else key
+
+
+def scan_results(path: str, start: int, end: int) -> ResultChunk:
+    """Read the rollout rows that begin in ``[start, end)`` of ``path``."""
+    out = _Output()
+    tasks_append, rollouts_append, shapes_append = out.tasks.append, out.rollouts.append, out.shapes.append
+    values_extend, ends_append, infos = out.values.extend, out.info_ends.append, out.infos
+    plans = out.plans
+    loads = orjson.loads
+    last_layout: Any = None
+    apply: Any = None
+    plan: Plan | None = None
+    shape = -1
+    with_outcome = 0
+    count = 0
+    error: LineError | None = None
+    with gc_paused(), open(path, "rb", buffering=_READ_BUFFER) as handle:
+        position = first_line_start(handle, start)
+        if position is not None and position < end:
+            handle.seek(position)
+            for line in handle:
+                count += 1
+                position += len(line)
+                try:
+                    row = loads(line)
+                except orjson.JSONDecodeError:
+                    error = LineError(count, line)
+                    break
+                if type(row) is not dict:
+                    error = LineError(count, line)
+                    break
+                task = row.get(TASK_INDEX)
+                rollout = row.get(ROLLOUT_INDEX)
+                if (
+                    type(task) is not int
+                    or type(rollout) is not int
+                    or not (_LOW <= task <= _HIGH and _LOW <= rollout <= _HIGH)
+                ):
+                    key = _key(row, count, line)
+                    if isinstance(key, LineError):
+                        error = key
+                        break
+                    task, rollout = key
+                if "response" in row or "reward" in row:
+                    with_outcome += 1
+                tasks_append(task)
+                rollouts_append(rollout)
+                if row.get("mask_sample") and is_masked(row):
+                    shapes_append(-1)
+                else:
+                    response = row.get("response")
+                    usage = response.get("usage") if type(response) is dict else None
+                    if type(usage) is dict and usage:
+                        layout: Any = (
+                            tuple(row),
+                            tuple(map(type, row.values())),
+                            tuple(usage),
+                            tuple(map(type, usage.values())),
+                        )
+                    else:
+                        usage = None
+                        layout = (tuple(row), tuple(map(type, row.values())))
+                    if layout != last_layout:
+                        plan = plans.get(layout)
+                        if plan is None:
+                            plan = plans[layout] = plan_for(row, usage)
+                        last_layout, apply = layout, plan.apply
+                        if plan.names is not None:
+                            shape = out.shape_of(plan.names)
+                    if apply is None:
+                        assert plan is not None
+                        names, row_values, info = plan.generic(row, task, rollout)
+                        shapes_append(out.shape_of(names))
+                    else:
+                        row_values, info = apply(row, usage, task, rollout)
+                        shapes_append(shape)
+                    values_extend(row_values)
+                    infos += info
+                    ends_append(len(infos))
+                if position >= end:
+                    break
+    out.with_outcome = with_outcome
+    return out.build(count, error)
+
+
+def results_from_rows(rows: Iterable[Any]) -> ResultChunk:
+    """The result chunk of in-memory rollout rows (a non-dict entry is an error)."""
+    out = _Output()
+    count = 0
+    error: LineError | None = None
+    for row in rows:
+        count += 1
+        if not isinstance(row, dict):
+            kind = "null" if row is None else type(row).__name__
+            error = LineError(count, b"", f"expected an object (dict), got {kind}")
+            break
+        key = _key(row, count, b"")
+        if isinstance(key, LineError):
+            error = key
+            break
+        task, rollout = key
+        if "response" in row or "reward" in row:
+            out.with_outcome += 1
+        out.tasks.append(task)
+        out.rollouts.append(rollout)
+        if is_masked(row):
+            out.shapes.append(-1)
+            continue
+        usage = usage_of(row)
+        layout: Any = (tuple(row), tuple(map(type, row.values())))
+        if usage is not None:
+            layout += (tuple(usage), tuple(map(type, usage.values())))
+        plan = out.plans.get(layout)
+        if plan is None:
+            plan = out.plans[layout] = plan_for(row, usage)
+        if plan.apply is None:
+            names, row_values, info = plan.generic(row, task, rollout)
+        else:
+            assert plan.names is not None
+            names = plan.names
+            row_values, info = plan.apply(row, usage, task, rollout)
+        out.shapes.append(out.shape_of(names))
+        out.values.extend(row_values)
+        out.infos += info
+        out.info_ends.append(len(out.infos))
+    return out.build(count, error)

@@ -1,0 +1,101 @@
+"""The statistics kernels: the same digits as the numpy/pandas/scipy reductions NeMo Gym relies on."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
+
+from rewardgym.profile.report import band_counts
+from rewardgym.profile.stats import describe_segments, linear_quantile, series_stats
+from rewardgym.profile.tinterval import SEM_ZERO_WARNING, t_interval
+
+
+def _segment_reference(values: np.ndarray) -> tuple[int, float, float, float, float, float]:
+    """pandas' reductions of one group column (absent values as NaN), written out with numpy."""
+    present = ~np.isnan(values)
+    n = int(present.sum())
+    if n == 0:
+        return 0, math.nan, math.nan, math.nan, math.nan, math.nan
+    filled = np.where(present, values, 0.0)
+    mean = float(np.sum(filled)) / n
+    squares = (mean - filled) ** 2
+    squares[~present] = 0.0
+    std = math.sqrt(float(np.sum(squares)) / (n - 1)) if n > 1 else math.nan
+    x = values[present]
+    return n, mean, float(x.max()), float(x.min()), float(np.median(x)), std
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_describe_segments_matches_per_segment_numpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([1, 2, 3, 4, 7, 8, 9, 16, 33, 129, 300], size=rng.integers(1, 12))
+    rows = int(lengths.sum())
+    values = rng.normal(size=(3, rows)) * rng.choice([1.0, 1e-3, 1e9], size=(3, rows))
+    values[rng.random((3, rows)) < 0.2] = np.nan
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    stats = describe_segments(values, starts, lengths.astype(np.int64))
+    for g, (start, length) in enumerate(zip(starts, lengths, strict=True)):
+        for f in range(3):
+            n, mean, largest, smallest, median, std = _segment_reference(values[f, start : start + length])
+            assert stats.count[g, f] == n
+            got = (stats.mean[g, f], stats.max[g, f], stats.min[g, f], stats.median[g, f], stats.std[g, f])
+            for a, b in zip(got, (mean, largest, smallest, median, std), strict=True):
+                assert (math.isnan(a) and math.isnan(b)) or a == b
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.floats(-1e12, 1e12, allow_nan=False), min_size=1, max_size=60), st.sampled_from([0.25, 0.75])
+)
+def test_linear_quantile_matches_numpy(values: list[float], q: float) -> None:
+    ordered = np.sort(np.array(values))
+    assert linear_quantile(ordered, q) == float(np.percentile(ordered, q * 100))
+
+
+def test_series_stats() -> None:
+    s = series_stats(np.array([1.0, 1.0, 0.0]))
+    assert (s.n, s.mean, s.median, s.min, s.max) == (3, 2 / 3, 1.0, 0.0, 1.0)
+    assert s.std == pytest.approx(math.sqrt(1 / 3)) and s.sem == s.std / 3**0.5
+    assert (s.p25, s.p75) == (0.5, 1.0)
+    one = series_stats(np.array([4.5]))
+    assert (one.std, one.sem, one.p25, one.p75) == (0.0, 0.0, 4.5, 4.5)
+
+
+@pytest.mark.parametrize(("n", "t"), [(2, 12.7062), (3, 4.3027), (500, 1.9647)])
+def test_t_interval_quantiles(n: int, t: float) -> None:
+    low, high = t_interval(10.0, 1.0, n)  # type: ignore[misc]
+    assert high - 10.0 == pytest.approx(t, abs=1e-4)
+    assert 10.0 - low == pytest.approx(t, abs=1e-4)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(-1e6, 1e6), st.floats(1e-6, 1e3), st.integers(2, 10_000))
+def test_t_interval_is_scipys_to_the_last_digit(mean: float, sem: float, n: int) -> None:
+    expected = scipy_stats.t.interval(0.95, df=n - 1, loc=mean, scale=sem)
+    assert t_interval(mean, sem, n) == (float(expected[0]), float(expected[1]))
+
+
+def test_t_interval_edge_cases() -> None:
+    assert t_interval(0.3, 0.1, 1) is None
+    assert t_interval(0.3, 0.0, 0) is None
+    with pytest.warns(UserWarning) as caught:
+        assert t_interval(0.3, 0.0, 4) == (0.3, 0.3)
+    assert str(caught[0].message) == SEM_ZERO_WARNING.format(n=4)
+    assert str(caught[0].message).startswith(
+        "Standard error is 0 (all 4 values are identical) -- confidence interval"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t_interval(0.3, 0.01, 4)  # no warning when sem > 0
+
+
+def test_pass_rate_bands() -> None:
+    rates = np.array([0.0, 0.0, 0.1, 0.2, 0.2000001, 0.4, 0.5, 0.8, 0.81, 0.999, 1.0])
+    assert band_counts(rates) == (2, 2, 2, 1, 1, 2, 1)

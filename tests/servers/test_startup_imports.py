@@ -1,0 +1,108 @@
+"""Start-up cost guards: what each kind of process imports (checked in fresh interpreters)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import orjson
+
+from tests.conftest import REPO_ROOT
+
+HEAVY_FOR_SUPERVISOR = ["fastapi", "aiohttp", "rewardgym.servers.base", "rewardgym.environments.mcqa"]
+HEAVY_FOR_CHILD = ["omegaconf", "aiohttp", "rewardgym.config.loader", "rewardgym.cli", "typer"]
+
+
+def loaded(code: str, modules: list[str], *, env: dict[str, str] | None = None) -> dict[str, bool]:
+    """Run ``code`` in a fresh interpreter; which of ``modules`` it imported."""
+    report = f"print(orjson.dumps({{m: m in sys.modules for m in {modules!r}}}).decode())"
+    probe = f"{code}\nimport sys, orjson\n{report}"
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    result: dict[str, bool] = orjson.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_supervisor_side_stays_light() -> None:
+    code = (
+        "import rewardgym.servers.supervisor, rewardgym.servers.registry_server, rewardgym.servers.launch\n"
+        "import rewardgym.servers.plan, rewardgym.servers.probe"
+    )
+    assert loaded(code, HEAVY_FOR_SUPERVISOR) == dict.fromkeys(HEAVY_FOR_SUPERVISOR, False)
+
+
+def test_server_processes_do_not_load_the_config_stack_or_the_client() -> None:
+    code = (
+        "import rewardgym.servers.child, rewardgym.servers.launch\n"
+        "from rewardgym.servers.spec import server_class\n"
+        "server_class('responses_api_agents', 'simple_agent')\n"
+        "server_class('responses_api_models', 'openai_model')\n"
+        "server_class('resources_servers', 'tests.stubs.environments:ExactMatchServer')"
+    )
+    found = loaded(code, HEAVY_FOR_CHILD)
+    assert found == dict.fromkeys(HEAVY_FOR_CHILD, False)
+
+
+LAZY_ATTRIBUTES = """
+import sys
+import rewardgym, rewardgym.config.secrets
+assert "importlib.metadata" not in sys.modules and "omegaconf" not in sys.modules
+assert rewardgym.__version__ == rewardgym.__version__ != ""
+import rewardgym.config as config
+from rewardgym.config import GymConfig, load_config, redact_text
+assert set(config.__all__) <= set(dir(config)) and config.GymConfig is GymConfig
+try:
+    config.no_such_name
+except AttributeError:
+    pass
+else:
+    raise SystemExit("no AttributeError")
+"""
+
+
+def test_lazy_package_attributes() -> None:
+    found = loaded(LAZY_ATTRIBUTES, ["omegaconf", "importlib.metadata"])
+    assert found == {"omegaconf": True, "importlib.metadata": True}  # loaded on use, not on import
+
+
+def test_cli_imports_only_the_command_group_it_runs() -> None:
+    modules = [
+        "rewardgym.cli.env_cmd",
+        "rewardgym.cli.envlist_cmd",
+        "rewardgym.cli.run_cmd",
+        "rewardgym.cli.profile_cmd",
+        "rewardgym.cli.model_cmd",
+    ]
+    env_only = loaded(
+        "from rewardgym.cli.main import _load_commands\n_load_commands(['env', 'start'])", modules
+    )
+    assert env_only == {m: m.endswith(("env_cmd", "envlist_cmd")) for m in modules}
+    for args in ([], ["--help"], ["--debug", "--help", "env"], ["evn", "start"]):
+        everything = loaded(
+            f"from rewardgym.cli.main import _load_commands\n_load_commands({args!r})", modules
+        )
+        assert everything == dict.fromkeys(modules, True), args
+
+
+def test_gym_help_lists_every_group() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "rewardgym", "--help"],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "COLUMNS": "100"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    commands = {
+        line.split()[1] for line in out.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 2
+    }
+    assert {"env", "eval", "config", "model"} <= commands
