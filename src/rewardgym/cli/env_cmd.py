@@ -77,6 +77,7 @@ def load_stack_config(
     model_api_key: str | None,
 ) -> GymConfig:  # fmt: skip
     """The stack config of `gym env start` / `gym eval run`: the embedded model when no model is named."""
+
     def load(types: list[str]) -> GymConfig:
         return load_config_from_flags(
             config_paths=config, resources_servers=resources, model_types=types, agents=agents,
