@@ -206,3 +206,14 @@ async def test_fresh_run_clears_stale_outputs_with_warning(tmp_path: Path, agent
     summary = await run_collection(settings, {"agent": agent.url}, out=out)
     assert "Warning: removing" in out.getvalue()
     assert _lines(summary.outputs.failures) == []
+
+
+async def test_refused_fresh_run_leaves_earlier_outputs_untouched(tmp_path: Path, agent: StubAgent) -> None:
+    settings = _settings(tmp_path, _input(tmp_path, [{}]))
+    await run_collection(settings, {"agent": agent.url}, out=io.StringIO())
+    before = {p.name: p.read_bytes() for p in settings.output.parent.iterdir() if p.is_file()}
+    refused = _settings(tmp_path, settings.input or Path(), materialize=MaterializeOptions(agent_name="nope"))
+    with pytest.raises(UsageError, match="no such agent is running"):
+        await run_collection(refused, {"agent": agent.url}, out=io.StringIO())
+    after = {p.name: p.read_bytes() for p in settings.output.parent.iterdir() if p.is_file()}
+    assert after == before

@@ -108,6 +108,7 @@ def kill_and_resume(
     that lands a moment after the write finished leaves a whole line), within ``max_runs`` runs.
     """
     rng = random.Random(seed)
+    work.mkdir(parents=True, exist_ok=True)
     rows = [{"responses_create_params": {"input": f"question {i}"}} for i in range(tasks)]
     (work / "in.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     out = work / "out" / "rollouts.jsonl"

@@ -74,6 +74,7 @@ def _measure(procs: dict[str, psutil.Process]) -> dict[str, int]:
 
 def run_load(work: Path, *, rollouts: int, concurrency: int, sample_every_s: float = 0.5) -> LoadReport:
     marker = new_marker()
+    work.mkdir(parents=True, exist_ok=True)
     port = free_port()
     stub = subprocess.Popen(
         [sys.executable, "-m", "tests.stubs.openai_stub", "--port", str(port), "--no-record"],

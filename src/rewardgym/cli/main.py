@@ -90,6 +90,14 @@ def _command_word(args: list[str]) -> str | None:
     return None
 
 
+def _starts_servers(args: list[str]) -> bool:
+    """``gym env start`` / ``gym eval run`` (without ``--no-serve``): commands that launch servers."""
+    words = [a for a in args if a not in _ROOT_FLAGS]
+    if "--help" in args or len(words) < 2:
+        return False
+    return words[:2] == ["env", "start"] or (words[:2] == ["eval", "run"] and "--no-serve" not in args)
+
+
 def _load_commands(args: list[str] | None = None) -> None:
     """Import the command modules the command line needs (all of them without ``args``)."""
     word = _command_word(args) if args is not None else None
@@ -116,6 +124,10 @@ def _report(message: str, code: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
     args = sys.argv[1:] if argv is None else argv
+    if _starts_servers(args):
+        from rewardgym.servers.forking import prestart
+
+        prestart()  # the fork server imports the server stack while this process loads the config
     _load_commands(args)
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -107,15 +108,18 @@ def _clear_stale(outputs: RunOutputs, out: IO[str]) -> None:
             path.unlink()
 
 
-def _materialize(settings: CollectSettings, outputs: RunOutputs) -> set[str]:
+def _materialize(settings: CollectSettings, target: Path) -> tuple[set[str], int]:
+    """Write the materialized rows to ``target``; returns (agents named, row count)."""
     if settings.input is None:
         raise UsageError("--input is required (unless --resume)")
     agents: set[str] = set()
-    with atomic_writer(outputs.materialized) as handle:
+    count = 0
+    with atomic_writer(target) as handle:
         for row in iter_materialized(settings.input, settings.materialize):
             agents.add(row[keys.AGENT_REF]["name"])
             handle.write(orjson.dumps(row) + b"\n")
-    return agents
+            count += 1
+    return agents, count
 
 
 def _agents_in(materialized: Path) -> tuple[set[str], int]:
@@ -141,7 +145,14 @@ def _check_agents(needed: set[str], available: Mapping[str, str]) -> None:
         )
 
 
-def _prepare(settings: CollectSettings, outputs: RunOutputs, out: IO[str]) -> tuple[int, PriorRun]:
+def _prepare(
+    settings: CollectSettings, outputs: RunOutputs, out: IO[str], agent_urls: Mapping[str, str]
+) -> tuple[int, PriorRun]:
+    """Validate everything, then (fresh run) replace the earlier run's outputs, or (resume) load them.
+
+    A fresh run that is refused (bad input, unknown agent…) leaves the earlier run's files untouched: the
+    new materialized file is built aside and only swapped in once every check passed.
+    """
     _check_output_location(settings.output)
     settings.output.parent.mkdir(parents=True, exist_ok=True)
     if settings.resume:
@@ -175,10 +186,17 @@ def _prepare(settings: CollectSettings, outputs: RunOutputs, out: IO[str]) -> tu
                 f"Note: {outputs.rollouts}:{prior.torn.line_number} was cut short by a crash; "
                 "that rollout will run again\n"
             )
-        _, total = _agents_in(outputs.materialized)
+        needed, total = _agents_in(outputs.materialized)
+        _check_agents(needed, agent_urls)
         return total, prior
-    _clear_stale(outputs, out)
-    _materialize(settings, outputs)
+    staging = outputs.materialized.with_name(f".{outputs.materialized.name}.new")
+    try:
+        needed, total = _materialize(settings, staging)
+        _check_agents(needed, agent_urls)
+        _clear_stale(outputs, out)
+        os.replace(staging, outputs.materialized)
+    finally:
+        staging.unlink(missing_ok=True)
     write_fingerprint(
         outputs.fingerprint,
         build_fingerprint(
@@ -187,7 +205,6 @@ def _prepare(settings: CollectSettings, outputs: RunOutputs, out: IO[str]) -> tu
             settings=settings.fingerprint_settings,
         ),
     )
-    _, total = _agents_in(outputs.materialized)
     return total, PriorRun()
 
 
@@ -221,9 +238,7 @@ async def run_collection(
     """
     out = out or sys.stdout
     outputs = RunOutputs(settings.output)
-    total, prior = _prepare(settings, outputs, out)
-    needed, _ = _agents_in(outputs.materialized)
-    _check_agents(needed, agent_urls)
+    total, prior = _prepare(settings, outputs, out, agent_urls)
     resumed_done = len(prior.done)
     if settings.resume:
         out.write(f"Resuming: {resumed_done} of {total} rollouts already done\n")

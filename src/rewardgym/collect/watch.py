@@ -9,10 +9,10 @@ Contract:
 - :class:`HeadWatch` guards a ``--no-serve`` run through the head registry of its ``gym env start``: it
   polls ``GET /server_instances`` every ``poll_s`` and, on an alarm or a ``healthy()`` call, also
   ``GET /health``. A server is dead when the registry reports it ``exited`` (named with its exit code),
-  when ``/health`` finds it refusing connections (named with its URL), or when the registry itself
-  refuses connections (its ``gym env start`` is gone: the last instance table seen names the server that
-  died when it was caught) or times out ``head_timeouts`` times in a row. A timed-out probe of a busy server
-  is not a death. On the first death ``on_death(message)`` is called once; the message names the server(s).
+  when ``/health`` finds it refusing connections (named with its URL; the instance table is asked again
+  first, since by then it usually shows which server exited), or when the registry itself refuses
+  connections (its ``gym env start`` is gone) or times out ``head_timeouts`` times in a row. A timed-out
+  probe of a busy server is not a death. On the first death ``on_death(message)`` is called once.
 - :class:`AgentDirectory` is the agent name → URL mapping handed to the runner; it also says where the
   agents came from (``head_url``) or which guard watches them (``guard``), so the runner guards every run.
 """
@@ -111,7 +111,6 @@ class HeadWatch:
         self._head_timeouts = head_timeouts
         self._check_interval_s = check_interval_s
         self._timeouts = 0
-        self._last_records: list[dict[str, Any]] = []
         self._wake = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
         self._check: asyncio.Task[None] | None = None
@@ -166,18 +165,15 @@ class HeadWatch:
                 )
             return None
         except UpstreamConnectionError:
-            earlier = describe_records(self._last_records)
             self._died(
-                f"the head registry at {self.head_url} refuses connections: its 'gym env start' has exited"
-                + (f" ({earlier})" if earlier else " (its output names the server that died)")
+                f"the head registry at {self.head_url} refuses connections: its 'gym env start' has exited "
+                "(its output names the server that died)"
             )
             return None
         except UpstreamError:
             return None
         self._timeouts = 0
-        if isinstance(records, list):
-            self._last_records = [r for r in records if isinstance(r, dict)]
-        return self._last_records
+        return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
 
     async def _inspect(self, *, full: bool) -> None:
         records = await self._records()

@@ -9,7 +9,8 @@ Public API::
 
     stats = compute_statistics(table, fan_out)   # the pure statistics layer (see statistics.py)
 
-Layering: this package reads files only (``rewardgym.io``, ``rewardgym.protocol``); it never imports
+Layering: this package reads files only (``rewardgym.io``; the key names of ``rewardgym.protocol.keys``
+are repeated in :mod:`.extract` so that a profile run does not import pydantic); it never imports
 servers or collection code. See ``docs/profile.md`` for the user-facing description of every output.
 """
 

@@ -22,10 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rewardgym.protocol.keys import AGENT_REF, ENVIRONMENT_SERVER, MASK_SAMPLE, RESPONSE, REWARD
-
+# The data-contract key names, as in ``rewardgym.protocol.keys`` (a test checks they agree). They are
+# spelled here because importing ``rewardgym.protocol`` loads every pydantic model (~0.4 s of start-up that
+# the profiler, which reads plain JSON, does not need).
 TASK_INDEX = "_ng_task_index"
 ROLLOUT_INDEX = "_ng_rollout_index"
+AGENT_REF = "agent_ref"
+ENVIRONMENT_SERVER = "_ng_environment_server"
+MASK_SAMPLE = "mask_sample"
+RESPONSE = "response"
+REWARD = "reward"
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _INFO_SKIP = frozenset((TASK_INDEX, ROLLOUT_INDEX, REWARD, RESPONSE))

@@ -85,11 +85,14 @@ def _stat_fragments(keys: list[str], matrix: FloatArray) -> list[bytes]:
     template = b"".join(orjson.dumps(key) + b":%b," for key in keys)
     has_nan = np.isnan(matrix).any(axis=1)
     fragments: list[bytes] = [b""] * matrix.shape[0]
-    clean = np.flatnonzero(~has_nan)
-    if len(clean):
-        text = orjson.dumps(np.ascontiguousarray(matrix[clean]), option=orjson.OPT_SERIALIZE_NUMPY)
-        for position, row in zip(clean.tolist(), text[2:-2].split(b"],["), strict=True):
-            fragments[position] = template % tuple(row.split(b","))
+    if not has_nan.all():
+        # Column by column: one C-level split per column, then one ``%`` per group over the zipped
+        # columns (rows with a NaN are formatted below instead).
+        columns = [
+            orjson.dumps(np.ascontiguousarray(column), option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",")
+            for column in matrix.T
+        ]
+        fragments = [template % values for values in zip(*columns, strict=True)]
     for position in np.flatnonzero(has_nan).tolist():
         items = {k: v for k, v in zip(keys, matrix[position].tolist(), strict=True) if not math.isnan(v)}
         fragments[position] = orjson.dumps(items)[1:-1] + b"," if items else b""

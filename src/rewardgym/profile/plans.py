@@ -21,8 +21,14 @@ from typing import Any
 
 import orjson
 
-from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX, extract_result
-from rewardgym.protocol.keys import MASK_SAMPLE, RESPONSE, REWARD
+from rewardgym.profile.extract import (
+    MASK_SAMPLE,
+    RESPONSE,
+    REWARD,
+    ROLLOUT_INDEX,
+    TASK_INDEX,
+    extract_result,
+)
 
 _JSON_TYPES = frozenset((str, int, float, bool, dict, list, type(None)))
 _NUMERIC = frozenset((int, float, bool))

@@ -55,6 +55,19 @@ def _tail_index(tail: bytes) -> int | None:
     return value
 
 
+def _tail_value(line: bytes, found: int) -> int | None:
+    """The rollout index written after ``,"_ng_rollout_index":`` at ``found``, when it ends the line."""
+    digits = line[found + len(_ROLLOUT_KEY) : -2]
+    if (
+        line.endswith(b"}\n")
+        and digits.isdigit()
+        and len(digits) <= 18
+        and (digits[0] != 48 or len(digits) == 1)
+    ):
+        return int(digits)
+    return _tail_index(line[found + 1 :])
+
+
 def _sample_length(row: dict[str, Any], line: bytes, cut: int) -> int:
     """How many leading bytes of ``line``, closed by ``}``, are orjson's serialization of the row without its
     two index keys (the ``sample``), or -1 when the line is not written that way (compact, indices last)."""
@@ -145,24 +158,15 @@ class _Inputs:
         )
 
 
-def _quick_tail(line: bytes, digits_at: int) -> int | None:
-    """The rollout index of a tail written exactly ``…"_ng_rollout_index":N}\\n`` (None: anything else)."""
-    close = len(line) - 2
-    if line[close:] != b"}\n":
-        return None
-    digits = line[digits_at:close]
-    if not digits.isdigit() or (digits[0] == 48 and len(digits) > 1) or len(digits) > 18:
-        return None
-    return int(digits)
-
-
 def scan_inputs(path: str, start: int, end: int) -> InputChunk:
     """Read the materialized-input rows that begin in ``[start, end)`` of ``path``."""
     loads = orjson.loads
-    prefix = b""
+    head = b""
+    """The last fully parsed line up to and including ``,"_ng_rollout_index":`` (empty: no quick path)."""
     cut = -1
     digits_at = 0
     current = 0
+    lines = 0
     with gc_paused(), open(path, "rb", buffering=1 << 20) as handle:
         first = first_line_start(handle, start)
         inputs = _Inputs(check_role=True, first_offset=first or 0)
@@ -176,12 +180,20 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
             inputs.length.append,
         )
         for line in handle:
-            inputs.lines += 1
+            lines += 1
             size = len(line)
             position += size
-            if cut > 0 and line.startswith(prefix) and line.startswith(_ROLLOUT_KEY, cut):
-                rollout = _quick_tail(line, digits_at)
-                if rollout is None:
+            if head and line.startswith(head):
+                # The usual tail ``N}\n``, N plain decimal digits; anything else is parsed by orjson.
+                digits = line[digits_at:-2]
+                if (
+                    line.endswith(b"}\n")
+                    and digits.isdigit()
+                    and len(digits) <= 18
+                    and (digits[0] != 48 or len(digits) == 1)
+                ):
+                    rollout: int | None = int(digits)
+                else:
                     rollout = _tail_index(line[cut + 1 :])
                 if rollout is not None:
                     source_append(current)
@@ -190,15 +202,17 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
                     if position >= end:
                         break
                     continue
-            cut = -1
+            head = b""
+            inputs.lines = lines
             try:
                 row = loads(line)
             except orjson.JSONDecodeError:
-                return inputs.build(LineError(inputs.lines, line))
+                return inputs.build(LineError(lines, line))
             sample = -1
             found = line.rfind(_ROLLOUT_KEY)
-            if found > 0 and type(row) is dict and _tail_index(line[found + 1 :]) == row.get(ROLLOUT_INDEX):
-                prefix, cut, digits_at = line[:found], found, found + len(_ROLLOUT_KEY)
+            if found > 0 and type(row) is dict and _tail_value(line, found) == row.get(ROLLOUT_INDEX):
+                cut, digits_at = found, found + len(_ROLLOUT_KEY)
+                head = line[:digits_at]
                 sample = _sample_length(row, line, found)
             problem = inputs.add(row, line, size, sample)
             if problem is not None:
@@ -206,6 +220,7 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
             current = len(inputs.parsed_task) - 1
             if position >= end:
                 break
+    inputs.lines = lines
     return inputs.build(None)
 
 

@@ -123,16 +123,14 @@ def scan_results(path: str, start: int, end: int) -> ResultChunk:
                 else:
                     response = row.get("response")
                     usage = response.get("usage") if type(response) is dict else None
+                    # One flat tuple (keys, their value types, usage keys, their types) is cheaper to
+                    # build and compare than four; it is unambiguous because keys are strings and types
+                    # are not.
                     if type(usage) is dict and usage:
-                        layout: Any = (
-                            tuple(row),
-                            tuple(map(type, row.values())),
-                            tuple(usage),
-                            tuple(map(type, usage.values())),
-                        )
+                        layout: Any = (*row, *map(type, row.values()), *usage, *map(type, usage.values()))
                     else:
                         usage = None
-                        layout = (tuple(row), tuple(map(type, row.values())))
+                        layout = (*row, *map(type, row.values()))
                     if layout != last_layout:
                         plan = plans.get(layout)
                         if plan is None:

@@ -2,7 +2,9 @@
 
 Contract of :class:`ForkServer` (asyncio):
 - :meth:`ForkServer.start` spawns ``python -m rewardgym.servers.zygote <this pid>`` in its own process group,
-  its stderr appended to ``log``; it starts importing the server stack at once.
+  its stderr appended to ``log``; it starts importing the server stack at once. If :func:`prestart` ran
+  earlier in this process (``gym env start`` calls it first thing, before loading the config), that zygote
+  is adopted instead: its imports overlap with the command's own start-up.
 - :meth:`ForkServer.fork` sends one instance (spec + log path) and returns a :class:`ForkedProcess` once the
   zygote has forked it (the first call waits for the zygote's imports). :class:`ForkServerError` when the
   zygote is gone or answers something else — the caller then spawns the instance itself.
@@ -19,9 +21,11 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 from collections import deque
 from pathlib import Path
+from typing import IO
 
 import orjson
 
@@ -52,11 +56,39 @@ class ForkedProcess:
         return self.returncode
 
 
+_prestarted: list[subprocess.Popen[bytes]] = []  # at most one zygote waiting to be adopted
+
+
+def _spawn_zygote(stderr: IO[bytes] | int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "rewardgym.servers.zygote", str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        process_group=0,
+    )
+
+
+def prestart() -> None:
+    """Start a zygote now (no event loop needed) for the next :meth:`ForkServer.start` in this process."""
+    if not _prestarted:
+        _prestarted.append(_spawn_zygote(subprocess.DEVNULL))
+
+
+def _adopt_prestarted() -> subprocess.Popen[bytes] | None:
+    zygote = _prestarted.pop() if _prestarted else None
+    if zygote is not None and zygote.poll() is not None:
+        return None
+    return zygote
+
+
 class ForkServer:
     """Drives one zygote process; see the module docstring."""
 
     def __init__(self) -> None:
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stdin: asyncio.WriteTransport | None = None
         self._reader: asyncio.Task[None] | None = None
         self._waiting: deque[asyncio.Future[int]] = deque()
         self._forked: dict[int, ForkedProcess] = {}
@@ -64,24 +96,24 @@ class ForkServer:
         self._lock = asyncio.Lock()
 
     async def start(self, log: Path) -> None:
-        with log.open("ab") as handle:
-            self._process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "rewardgym.servers.zygote",
-                str(os.getpid()),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=handle,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                process_group=0,
-            )
-        self._reader = asyncio.create_task(self._read())
+        process = _adopt_prestarted()
+        adopted = process is not None
+        if process is None:
+            with log.open("ab") as handle:
+                process = _spawn_zygote(handle)
+        assert process.stdin is not None and process.stdout is not None
+        loop = asyncio.get_running_loop()
+        stdout = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
+        self._stdin, _ = await loop.connect_write_pipe(asyncio.Protocol, process.stdin)
+        if adopted:
+            self._stdin.write(orjson.dumps({"stderr": str(log)}) + b"\n")
+        self._process = process
+        self._reader = asyncio.create_task(self._read(stdout))
 
-    async def _read(self) -> None:
-        assert self._process is not None and self._process.stdout is not None
+    async def _read(self, stdout: asyncio.StreamReader) -> None:
         try:
-            async for line in self._process.stdout:
+            async for line in stdout:
                 message = orjson.loads(line)
                 if "started" in message:
                     if self._waiting:
@@ -105,18 +137,14 @@ class ForkServer:
 
     async def fork(self, spec: ChildSpec, log: Path) -> ForkedProcess:
         """Fork one instance (see the module docstring)."""
-        process = self._process
-        if process is None or process.stdin is None or self._reader is None or self._reader.done():
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing() or self._reader is None or self._reader.done():
             raise ForkServerError("the fork server is not running")
         async with self._lock:
             future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
             self._waiting.append(future)
             request = {"spec": spec.model_dump(mode="json"), "log": str(log)}
-            try:
-                process.stdin.write(orjson.dumps(request) + b"\n")
-                await process.stdin.drain()
-            except (ConnectionError, RuntimeError) as exc:
-                raise ForkServerError(f"the fork server is gone: {exc}") from None
+            stdin.write(orjson.dumps(request) + b"\n")
             pid = await future
         forked = ForkedProcess(pid)
         self._forked[pid] = forked
@@ -128,15 +156,14 @@ class ForkServer:
         process = self._process
         if process is None:
             return
-        if process.stdin is not None:
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                process.stdin.close()
+        if self._stdin is not None:
+            self._stdin.close()  # end of input: the zygote exits
         try:
-            await asyncio.wait_for(process.wait(), grace_s)
-        except TimeoutError:
+            await asyncio.to_thread(process.wait, grace_s)
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-            await process.wait()
+            await asyncio.to_thread(process.wait)
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader

@@ -2,13 +2,16 @@
 
 Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
 - :meth:`Supervisor.start`: checks every port first (a port in use is a :class:`ServerError` before anything
-  is launched); spawns each :class:`~rewardgym.servers.spec.ChildSpec` as
-  ``python -m rewardgym.servers.child`` with the spec on stdin, in its own process group, stdout+stderr
-  appended to ``<log_dir>/<name>.log``; serves the head registry (:mod:`rewardgym.servers.registry_server`)
-  in this process; then waits until every child answers ``GET /`` (any HTTP status) and every upstream
-  answers (``GET <base>/models`` for a ``…/v1`` base URL, else ``GET <base>``), polling with deadlines. A
-  child that exits, a deadline passed, or an unresolvable upstream host stops everything and raises
-  :class:`ChildFailure`/:class:`ServerError` carrying the last 30 lines of the child's log.
+  is launched); launches each :class:`~rewardgym.servers.spec.ChildSpec` in its own process group,
+  stdout+stderr to a fresh ``<log_dir>/<name>.log``: forked by the fork server (:mod:`.zygote` via
+  :mod:`.forking`; it imports the server stack once for all instances, its own log is
+  ``<log_dir>/_fork_server.log``) or — with ``fork_server=False``, or if the fork server fails — spawned as
+  ``python -m rewardgym.servers.child`` with the spec on stdin; serves the head registry
+  (:mod:`rewardgym.servers.registry_server`) in this process; then waits until every child answers
+  ``GET /`` (any HTTP status) and every upstream answers (``GET <base>/models`` for a ``…/v1`` base URL,
+  else ``GET <base>``), polling with deadlines. A child that exits, a deadline passed, or an unresolvable
+  upstream host stops everything and raises :class:`ChildFailure`/:class:`ServerError` carrying the last
+  30 lines of the child's log.
 - ``preflight`` (e.g. validating every config with :func:`~rewardgym.servers.plan.validate_specs`) runs when a
   child exits during start-up, before that failure is reported: if it raises, its error is reported instead
   (an invalid config is one clear error, not a log tail). Each child validates its own config before it
@@ -17,9 +20,11 @@ Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
 - :meth:`Supervisor.wait`: returns when :meth:`request_stop` is called (signal handlers call it); raises
   :class:`ChildFailure` (after stopping the others) if a child exits on its own.
 - :meth:`Supervisor.stop`: SIGTERM to each child's process group, up to ``stop_grace_s`` to exit, then
-  SIGKILL; then the head stops. Children also die if the supervisor is SIGKILLed: they ask the kernel for
-  ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.servers.child`).
-- Secrets travel only through the children's stdin. The instance records served by the head hold no secret.
+  SIGKILL; then the fork server and the head stop. Children also die if the supervisor is SIGKILLed: they
+  ask the kernel for ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.servers.child`; forked ones
+  through the fork server, which dies with the supervisor).
+- Secrets travel only through pipes (the children's or the fork server's stdin). The instance records served
+  by the head hold no secret.
 - Start-up probes use the standard library (:mod:`rewardgym.servers.probe`), not aiohttp.
 """
 

@@ -9,8 +9,10 @@ supervisor (:mod:`rewardgym.servers.supervisor`) drives it; it falls back to spa
 
 Protocol (one JSON object per line; the pipes are the only channel, so secrets stay off command lines,
 environments and logs as with the child's stdin):
-- stdin, supervisor → zygote: ``{"spec": <ChildSpec>, "log": "<path of the instance log>"}``; end of input
-  → the zygote exits (its remaining children get SIGTERM, see below).
+- stdin, supervisor → zygote: ``{"spec": <ChildSpec>, "log": "<path of the instance log>"}`` to fork an
+  instance; ``{"stderr": "<path>"}`` to append the zygote's own stderr to that file from now on (a zygote
+  started before the log directory was known); end of input → the zygote exits (its remaining children
+  get SIGTERM, see below).
 - stdout, zygote → supervisor: ``{"started": <name>, "pid": <pid>}`` per fork, in request order, and
   ``{"exited": <pid>, "code": <exit code, negative signal number>}`` when a forked process ends (the zygote
   is its parent and reaps it).
@@ -19,12 +21,15 @@ The zygote asks for SIGTERM when the supervisor dies (``PR_SET_PDEATHSIG``) and 
 group. A forked process puts itself in its own process group, asks for SIGTERM when the zygote dies, sends
 stdin to ``/dev/null`` and stdout+stderr to its log file (appending), and then runs exactly what
 ``python -m rewardgym.servers.child`` runs (:func:`rewardgym.servers.child.run`). It never returns into the
-zygote's loop: it ends with ``os._exit``. The zygote starts no thread and no event loop before forking.
+zygote's loop: it ends with ``os._exit``. The zygote starts no thread and no event loop before forking, and
+follows the ``gc.freeze`` recipe of the Python documentation (collector off in the zygote, frozen before
+each fork, on again in the child) so that the children share the imported modules' memory pages.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import select
@@ -78,6 +83,7 @@ def _run_forked(request: dict[str, Any], zygote_pid: int, wakeup: tuple[int, int
     """In the forked process: detach, redirect, serve; never returns."""
     code = 1
     try:
+        gc.enable()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in wakeup:
@@ -108,12 +114,20 @@ def _run_forked(request: dict[str, Any], zygote_pid: int, wakeup: tuple[int, int
 
 def _fork(request: dict[str, Any], wakeup: tuple[int, int]) -> None:
     zygote_pid = os.getpid()
+    gc.freeze()  # the child's collections then never touch (and copy) the pages shared with the zygote
     pid = os.fork()
     if pid == 0:
         _run_forked(request, zygote_pid, wakeup)
     with contextlib.suppress(OSError):  # also done by the child: whichever runs first wins the race
         os.setpgid(pid, pid)
     _write({"started": request["spec"]["name"], "pid": pid})
+
+
+def _redirect_stderr(path: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
 
 
 def _reap() -> None:
@@ -150,8 +164,13 @@ def serve() -> int:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            if line.strip():
-                _fork(orjson.loads(line), (wake_r, wake_w))
+            if not line.strip():
+                continue
+            request = orjson.loads(line)
+            if "stderr" in request:
+                _redirect_stderr(request["stderr"])
+            else:
+                _fork(request, (wake_r, wake_w))
 
 
 def main() -> int:
@@ -159,6 +178,7 @@ def main() -> int:
 
     parent = int(sys.argv[1]) if len(sys.argv) > 1 else None
     die_with_parent(parent)
+    gc.disable()  # no collections while importing: fewer freed holes in pages the children share
     preload()
     return serve()
 
