@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -114,7 +115,7 @@ def generate(out: Path, tasks: int, repeats: int, seed: int = 0, agent: str = "b
     with open(inputs_path, "wb") as handle:
         for task in range(tasks):
             prompt = _PROMPT_HEAD + _text(rng, 320 - len(_PROMPT_HEAD))
-            row = {
+            row: dict[str, Any] = {
                 "responses_create_params": {"input": [{"role": "user", "content": prompt}]},
                 "expected_answer": letters[task % 10],
                 "agent_ref": {"name": agent},
@@ -134,7 +135,7 @@ def generate(out: Path, tasks: int, repeats: int, seed: int = 0, agent: str = "b
             body = _text(rng, 480) + f" \\boxed{{{answer}}}"
             usage_in = int(prompt_tokens[task])
             usage_out = int(out_tokens[flat])
-            row = {
+            result: dict[str, Any] = {
                 "responses_create_params": {
                     "input": [{"content": f"prompt {task}", "role": "user", "type": "message"}],
                 },
@@ -168,7 +169,7 @@ def generate(out: Path, tasks: int, repeats: int, seed: int = 0, agent: str = "b
                 "_ng_rollout_index": rollout,
                 "agent_ref": {"name": agent},
             }
-            handle.write(orjson.dumps(row) + b"\n")
+            handle.write(orjson.dumps(result) + b"\n")
 
 
 def main() -> None:

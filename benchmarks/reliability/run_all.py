@@ -54,12 +54,16 @@ from tests.stubs.reliability_stack import (  # noqa: E402
     AGENT,
     API_KEY,
     MODEL,
+    PERMANENT,
+    RECOVERING,
     check_partition,
     env_args,
+    failed_kinds,
     gym,
     model_log_size,
     retry_levels,
     run_args,
+    write_directed_rows,
     write_mcqa_rows,
 )
 
@@ -107,6 +111,7 @@ def faults(figures: Figures, work: Path, *, tasks: int, harsh_tasks: int) -> Non
             write_mcqa_rows(work / "in.jsonl", tasks)
             base = collect(upstream, work, head, "baseline", rates={}, rollouts=rollouts)
             faulty = collect(upstream, work, head, "faults", rates=MIX, rollouts=rollouts)
+            directed = directed_run(upstream, work / "kinds", head)
         finally:
             env.signal(signal.SIGTERM)
             env.finish(60)
@@ -174,6 +179,7 @@ def faults(figures: Figures, work: Path, *, tasks: int, harsh_tasks: int) -> Non
             f"early only after the model server gave up (≤ {given_up})",
             ra["violations"] <= given_up,
         )
+        kinds_figures(figures, directed)
         harsh_run(figures, upstream, work / "harsh", harsh_tasks)
 
 
@@ -205,6 +211,44 @@ def collect(
         "levels": retry_levels(stats, work / "logs", run, since),
         "summary": run.summary,
     }
+
+
+def directed_run(upstream: FaultUpstream, work: Path, head: str) -> dict[str, Any]:
+    """Each fault kind on chosen rows: twice once-only (recovers), three kinds on every attempt (fails)."""
+    assert upstream.wait_idle(timeout=120)
+    upstream.control(rates={}, retry_after_s=1.0, reset_stats=True)
+    rows = write_directed_rows(work / "in.jsonl")
+    out = work / "out" / "rollouts.jsonl"
+    extra = ("++rollout_timeout_s=10", "++max_attempts=2")
+    run = gym(run_args(out, input_path=work / "in.jsonl", head_url=head, extra=extra), cwd=work, timeout=1800)
+    assert run.code == 0, run.output[-3000:]
+    return {
+        "rows": len(rows),
+        "partition": check_partition(out.parent),
+        "failed": {kind: f["_ng_failure_class"] for kind, f in failed_kinds(out.parent).items()},
+        "stats": upstream.stats(),
+    }
+
+
+def kinds_figures(figures: Figures, directed: dict[str, Any]) -> None:
+    part, stats = directed["partition"], directed["stats"]
+    recovering = sorted(set(RECOVERING) - set(PERMANENT))
+    once = all(stats["faults"].get(kind) == 2 for kind in recovering)
+    figures.add(
+        "1",
+        "each kind once on 2 rows (" + " ".join(RECOVERING) + ")",
+        f"{part.succeeded - 4} of {2 * len(RECOVERING)} rows stored with the verifier's reward",
+        "all retried and recovered",
+        part.succeeded == directed["rows"] - len(PERMANENT) and once,
+    )
+    faults = stats["faults"]
+    figures.add(
+        "1",
+        "a kind on every attempt → failure class",
+        ", ".join(f"{k} → {directed['failed'].get(k)} ({faults.get(k)} upstream faults)" for k in PERMANENT),
+        "500: 4 model x 4 agent x 2 collector + 2; malformed: 4 x 2 + 2",
+        directed["failed"] == PERMANENT and faults.get("500") == 34 and faults.get("malformed") == 10,
+    )
 
 
 def harsh_run(figures: Figures, upstream: FaultUpstream, work: Path, tasks: int) -> None:

@@ -73,23 +73,25 @@ def test_lazy_package_attributes() -> None:
     assert found == {"omegaconf": True, "importlib.metadata": True}  # loaded on use, not on import
 
 
-def test_cli_imports_only_the_command_group_it_runs() -> None:
-    modules = [
-        "rewardgym.cli.env_cmd",
-        "rewardgym.cli.envlist_cmd",
-        "rewardgym.cli.run_cmd",
-        "rewardgym.cli.profile_cmd",
-        "rewardgym.cli.model_cmd",
-    ]
-    env_only = loaded(
-        "from rewardgym.cli.main import _load_commands\n_load_commands(['env', 'start'])", modules
-    )
-    assert env_only == {m: m.endswith(("env_cmd", "envlist_cmd")) for m in modules}
+CLI_MODULES = [
+    "rewardgym.cli.env_cmd",
+    "rewardgym.cli.envlist_cmd",
+    "rewardgym.cli.run_cmd",
+    "rewardgym.cli.profile_cmd",
+    "rewardgym.cli.model_cmd",
+]
+
+
+def cli_imports(args: list[str]) -> dict[str, bool]:
+    return loaded(f"from rewardgym.cli.main import _load_commands\n_load_commands({args!r})", CLI_MODULES)
+
+
+def test_cli_imports_only_what_the_command_needs() -> None:
+    assert cli_imports(["env", "start"]) == {m: m.endswith(".env_cmd") for m in CLI_MODULES}
+    assert cli_imports(["eval", "profile"]) == {m: m.endswith(".profile_cmd") for m in CLI_MODULES}
+    assert cli_imports(["env", "--help"]) == {m: m.endswith(("env_cmd", "envlist_cmd")) for m in CLI_MODULES}
     for args in ([], ["--help"], ["--debug", "--help", "env"], ["evn", "start"]):
-        everything = loaded(
-            f"from rewardgym.cli.main import _load_commands\n_load_commands({args!r})", modules
-        )
-        assert everything == dict.fromkeys(modules, True), args
+        assert cli_imports(args) == dict.fromkeys(CLI_MODULES, True), args
 
 
 def test_gym_help_lists_every_group() -> None:
@@ -106,3 +108,14 @@ def test_gym_help_lists_every_group() -> None:
         line.split()[1] for line in out.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 2
     }
     assert {"env", "eval", "config", "model"} <= commands
+
+
+def test_commands_that_launch_servers_prestart_the_fork_server() -> None:
+    from rewardgym.cli.main import _starts_servers
+
+    assert _starts_servers(["env", "start", "--config", "env.yaml"])
+    assert _starts_servers(["--debug", "eval", "run", "--input", "rows.jsonl"])
+    assert not _starts_servers(["eval", "run", "--no-serve"])
+    assert not _starts_servers(["env", "start", "--help"])
+    assert not _starts_servers(["env", "status"])
+    assert not _starts_servers(["env"])

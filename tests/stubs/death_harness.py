@@ -55,8 +55,9 @@ class DeathReport:
     @property
     def named(self) -> bool:
         """The collector's output names the dead server as the reason it stopped."""
-        pattern = rf"Stopped: server '{re.escape(self.victim)}' (\(\w+\) exited|exited unexpectedly)"
-        return re.search(pattern, self.collector_text) is not None
+        stopped = [line for line in self.collector_text.splitlines() if line.startswith("Stopped: ")]
+        pattern = rf"server '{re.escape(self.victim)}' (\(\w+\) exited|exited unexpectedly|at \S+ refuses)"
+        return any(re.search(pattern, line) for line in stopped)
 
 
 def lines(path: Path) -> int:

@@ -56,6 +56,35 @@ def write_mcqa_rows(path: Path, tasks: int) -> list[dict[str, Any]]:
     return rows
 
 
+RECOVERING = ("500", "502", "503", "504", "429", "429_bare", "hang", "reset", "malformed", "missing")
+"""Fault kinds a directed row gets once (then its call passes): the model server or the agent retries them."""
+PERMANENT = {"500": "http_5xx", "malformed": "http_5xx", "hang": "timeout"}
+"""Fault kinds a directed row gets on every attempt, and the failure class the collector must record."""
+
+
+def write_directed_rows(path: Path, *, clean: int = 4) -> list[dict[str, Any]]:
+    """mcqa rows asking the fault upstream for each kind: two rows per :data:`RECOVERING` kind (once), one
+    per :data:`PERMANENT` kind (always), and ``clean`` rows without a fault."""
+    directives: list[str | None] = [f"[[fault:{k}:1]]" for k in RECOVERING for _ in range(2)]
+    directives += [f"[[fault:{k}:0]]" for k in PERMANENT] + [None] * clean
+    rows = write_mcqa_rows(path, len(directives))
+    for row, directive in zip(rows, directives, strict=True):
+        if directive:
+            row["responses_create_params"]["input"][0]["content"] += f" {directive}"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return rows
+
+
+def failed_kinds(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """The failure record of each directed row that failed, by the fault kind its prompt asked for."""
+    materialized = {row_key(r): r for r in jsonl_rows(out_dir / "rollouts_materialized_inputs.jsonl")}
+    failed = {}
+    for failure in jsonl_rows(out_dir / "rollouts_failures.jsonl"):
+        content = materialized[row_key(failure)]["responses_create_params"]["input"][0]["content"]
+        failed[content.rsplit("[[fault:", 1)[1].split(":")[0]] = failure
+    return failed
+
+
 def model_override(field_path: str, value: Any) -> str:
     return f"++{MODEL}.responses_api_models.vllm_model.{field_path}={value}"
 

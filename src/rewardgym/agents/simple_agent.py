@@ -42,7 +42,9 @@ from rewardgym.protocol import AggregateMetrics, FunctionCall, Message, Response
 from rewardgym.registry import register
 from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig, ServerRef
-from rewardgym.servers.errors import UpstreamProtocolError
+from rewardgym.servers.errors import ApiError, UpstreamHTTPError, UpstreamProtocolError
+from rewardgym.servers.http import HttpReply
+from rewardgym.servers.sse import response_events
 from rewardgym.servers.wire import (
     load_json_object,
     model_response,
@@ -123,12 +125,20 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
         app.add_api_route("/aggregate_metrics", self._aggregate_route, methods=["POST"])
 
     # ----------------------------------------------------------------- the loop
+    async def _post(self, url: str, **kwargs: Any) -> HttpReply:
+        """POST to a peer; a 4xx answer (the caller's row or body was rejected) is passed on as that 4xx
+        rather than a 502, so the collector classifies it as a request no retry can fix."""
+        try:
+            return await self.http.post(url, headers=self.peer_headers, **kwargs)
+        except UpstreamHTTPError as exc:
+            if 400 <= exc.status < 500:
+                raise ApiError(exc.status, str(exc), kind="rejected_by_peer") from None
+            raise
+
     async def call_model(
         self, params: dict[str, Any], cookies: dict[str, str]
     ) -> tuple[dict[str, Any], Response]:
-        reply = await self.http.post(
-            f"{self.model_url}/v1/responses", json=params, cookies=cookies, headers=self.peer_headers
-        )
+        reply = await self._post(f"{self.model_url}/v1/responses", json=params, cookies=cookies)
         cookies.update(reply.cookies)
         raw = reply.json()
         return raw, reply.parse(Response, raw)
@@ -154,6 +164,8 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
         self, params: dict[str, Any], resources_cookies: dict[str, str], model_cookies: dict[str, str]
     ) -> Episode:
         """Run the loop for ``params`` (a JSON dict of ResponseCreateParams with the fields as given)."""
+        # The loop needs whole responses: streaming is the caller's choice for the episode, not the model's.
+        params = {key: value for key, value in params.items() if key != "stream"}
         original = params.get("input")
         if isinstance(original, str):
             original = [{"role": "user", "content": original}]
@@ -182,9 +194,7 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
 
     async def run(self, row: dict[str, Any], raw_row: bytes, cookies: dict[str, str]) -> bytes:
         """One rollout of ``row``; returns the verify reply body (see the module docstring)."""
-        seed = await self.http.post(
-            f"{self.resources_url}/seed_session", data=raw_row, cookies=cookies, headers=self.peer_headers
-        )
+        seed = await self._post(f"{self.resources_url}/seed_session", data=raw_row, cookies=cookies)
         rs_cookies = {**cookies, **seed.cookies}
         episode = await self.episode(row[keys.RESPONSES_CREATE_PARAMS], rs_cookies, {})
         if self.config.skip_verification:
@@ -194,11 +204,10 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
                 "verification_skipped": True,
             }
             return orjson.dumps(result)
-        reply = await self.http.post(
+        reply = await self._post(
             f"{self.resources_url}/verify",
             json=row | {keys.RESPONSE: episode.response},
             cookies=episode.resources_cookies,
-            headers=self.peer_headers,
         )
         verified = reply.json()
         reward = verified.get(keys.REWARD) if isinstance(verified, dict) else None
@@ -225,7 +234,11 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
         params = parse_body(ResponseCreateParams, await request.body())
         cookies = self._incoming_cookies(request)
         episode = await self.episode(params.model_dump(mode="json", exclude_unset=True), cookies, cookies)
-        answer = raw_json_response(orjson.dumps(episode.response))
+        answer: HttpResponse
+        if params.stream:
+            answer = HttpResponse(response_events(episode.response), media_type="text/event-stream")
+        else:
+            answer = raw_json_response(orjson.dumps(episode.response))
         for name, value in {**episode.model_cookies, **episode.resources_cookies}.items():
             answer.headers.append("set-cookie", f"{name}={value}; path=/; httponly; samesite=lax")
         return answer
@@ -235,7 +248,5 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
         if self.config.skip_verification:
             self.log.warning("aggregate_metrics: verification is skipped, returning empty metrics")
             return model_response(AggregateMetrics())
-        reply = await self.http.post(
-            f"{self.resources_url}/aggregate_metrics", data=body, headers=self.peer_headers
-        )
+        reply = await self._post(f"{self.resources_url}/aggregate_metrics", data=body)
         return raw_json_response(reply.body)

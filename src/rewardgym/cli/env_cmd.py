@@ -47,7 +47,7 @@ from rewardgym.cli.main import env_app
 from rewardgym.cli.overrides import split_overrides
 from rewardgym.config import GymConfig, load_config, load_config_from_flags
 from rewardgym.errors import ConfigError, ServerError
-from rewardgym.servers.errors import UpstreamError
+from rewardgym.servers.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.servers.http import HttpClient
 from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
 from rewardgym.servers.spec import ChildSpec
@@ -169,6 +169,7 @@ def start(
         ready_timeout_s=startup_timeout,
         upstreams=upstream_urls(cfg) if upstream_timeout else [],
         upstream_timeout_s=float(upstream_timeout or 0),
+        auth_token=_token(cfg),
     )
     _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
     _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
@@ -178,27 +179,45 @@ def start(
         raise typer.Exit(code)
 
 
-def _head_url(ctx: typer.Context, head_url: str | None) -> str:
-    if head_url:
-        return head_url.rstrip("/")
+def _token(cfg: GymConfig) -> str | None:
+    token = cfg.get("auth_token")
+    return str(token) if token else None
+
+
+def token_headers(token: str | None) -> dict[str, str]:
+    """The header that carries the shared auth token to the head registry and the servers."""
+    return {"X-Rewardgym-Token": token} if token else {}
+
+
+def _head_url(ctx: typer.Context, head_url: str | None) -> tuple[str, dict[str, str]]:
+    """The head registry's URL and the auth headers (token from ``++auth_token`` / env.yaml)."""
     overrides = split_overrides(ctx.args, ["--head-url", "--json", "--timeout"])
     cfg = load_config([], overrides, require_complete=False)
+    if head_url:
+        return head_url.rstrip("/"), token_headers(_token(cfg))
     host, port = cfg.head_server
-    return f"http://{host}:{port}"
+    return f"http://{host}:{port}", token_headers(_token(cfg))
 
 
-async def _fetch(url: str) -> Any:
+async def _fetch(url: str, headers: dict[str, str]) -> Any:
     async with HttpClient() as client:
-        reply = await client.get(url, timeout_s=5.0, max_attempts=1)
+        reply = await client.get(url, timeout_s=5.0, max_attempts=1, headers=headers)
         return reply.json()
 
 
-def _query(head: str, path: str) -> Any:
+def _query(head: tuple[str, dict[str, str]], path: str) -> Any:
+    url, headers = head
     try:
-        return asyncio.run(_fetch(f"{head}{path}"))
+        return asyncio.run(_fetch(f"{url}{path}", headers))
+    except UpstreamHTTPError as exc:
+        if exc.status == 401:
+            raise ServerError(
+                f"the head registry at {url} requires the shared auth token (++auth_token=… or env.yaml)"
+            ) from None
+        raise ServerError(f"the head registry at {url} answered HTTP {exc.status}") from None
     except UpstreamError as exc:
         raise ServerError(
-            f"no gym servers found: the head registry at {head} does not answer ({exc.kind})"
+            f"no gym servers found: the head registry at {url} does not answer ({exc.kind})"
         ) from None
 
 
@@ -219,10 +238,10 @@ def status(
     healthy = sum(1 for row in rows if row.get("healthy"))
     if as_json:
         typer.echo(
-            orjson.dumps({"head": head, "healthy": healthy, "total": len(rows), "servers": rows}).decode()
+            orjson.dumps({"head": head[0], "healthy": healthy, "total": len(rows), "servers": rows}).decode()
         )
     else:
-        table = Table(title=f"Servers of {head}", title_justify="left")
+        table = Table(title=f"Servers of {head[0]}", title_justify="left")
         for column in ("", "name", "kind", "implementation", "url", "pid", "status"):
             table.add_column(column)
         for row in rows:

@@ -1,8 +1,11 @@
 """The ``gym`` command: entry point, command groups and error reporting.
 
-Every command module registers itself on one of the groups below; only the modules of the group being run
-are imported (``_MODULE_GROUPS``), so ``gym env start`` does not pay for the profiler's or the collector's
-imports (``gym`` alone, ``--help`` and unknown commands import every module so the listing is complete).
+Every command module registers itself on one of the groups below; only the modules the command line needs
+are imported (``_MODULE_GROUPS``, ``_MODULE_COMMANDS``), so ``gym env start`` does not pay for the
+profiler's or the collector's imports (``gym`` alone, ``--help`` and unknown commands import every module so
+the listing is complete). ``gym env start`` and ``gym eval run`` (without ``--no-serve``) first start the
+fork server (:func:`rewardgym.servers.forking.prestart`), which imports the server stack while the command
+loads its config.
 Errors a user can cause are
 :class:`~rewardgym.errors.RewardGymError`: printed as one ``Error: …`` line on stderr with exit code 2 (usage)
 or 1 (runtime). Tracebacks are shown only with ``--debug`` (or ``REWARDGYM_DEBUG=1``).
@@ -57,6 +60,14 @@ _MODULE_GROUPS = {
     "rewardgym.cli.model_cmd": "model",
     "rewardgym.cli.envlist_cmd": "env",
 }
+# The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
+_MODULE_COMMANDS = {
+    "rewardgym.cli.profile_cmd": {"profile"},
+    "rewardgym.cli.run_cmd": {"run"},
+    "rewardgym.cli.reverify_cmd": {"reverify", "aggregate"},
+    "rewardgym.cli.env_cmd": {"start", "status", "stop"},
+    "rewardgym.cli.envlist_cmd": {"list"},
+}
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
 
 _DEBUG = {"enabled": False}
@@ -98,14 +109,24 @@ def _starts_servers(args: list[str]) -> bool:
     return words[:2] == ["env", "start"] or (words[:2] == ["eval", "run"] and "--no-serve" not in args)
 
 
+def _subcommand(args: list[str], word: str) -> str | None:
+    """The command word after the group (``profile`` of ``gym eval profile …``), if one is given."""
+    rest = args[args.index(word) + 1 :] if word in args else []
+    return rest[0] if rest and not rest[0].startswith("-") else None
+
+
 def _load_commands(args: list[str] | None = None) -> None:
     """Import the command modules the command line needs (all of them without ``args``)."""
     word = _command_word(args) if args is not None else None
     known = {"env", "eval", "config", *_MODULE_GROUPS.values()}
     everything = word is None or word not in known
+    sub = _subcommand(args, word) if args is not None and word is not None and not everything else None
+    commands = set().union(*_MODULE_COMMANDS.values())
     for module in _COMMAND_MODULES:
         group = _MODULE_GROUPS.get(module)
         if not everything and group is not None and group != word:
+            continue
+        if not everything and sub in commands and sub not in _MODULE_COMMANDS.get(module, {sub}):
             continue
         try:
             import_module(module)
@@ -131,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     _load_commands(args)
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     try:
-        app(args=args, prog_name="gym", standalone_mode=False)
+        # Without standalone mode click returns the code of a `typer.Exit(n)` instead of raising it.
+        code = app(args=args, prog_name="gym", standalone_mode=False)
     except RewardGymError as exc:
         if debug:
             traceback.print_exc()
@@ -155,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         return 130
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

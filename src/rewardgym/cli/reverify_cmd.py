@@ -148,7 +148,8 @@ def aggregate(
     cfg = load_config([], overrides, require_complete=False)
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
-    asyncio.run(_aggregate(paths, output, head))
+    token = cfg.get("auth_token")
+    asyncio.run(_aggregate(paths, output, head, {"X-Rewardgym-Token": str(token)} if token else {}))
 
 
 def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:
@@ -164,16 +165,16 @@ def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:
     return rows
 
 
-async def _aggregate(paths: list[Path], output: Path, head: str) -> None:
+async def _aggregate(paths: list[Path], output: Path, head: str, headers: dict[str, str]) -> None:
     rows = _read_shards(paths)
-    agents = await discover_agents(head)
+    agents = await discover_agents(head, headers)
     groups = group_by_agent(paths)
     merged = sorted(rows, key=lambda r: (r[keys.TASK_INDEX], r[keys.ROLLOUT_INDEX]))
     output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_writer(output) as handle:
         for row in merged:
             handle.write(orjson.dumps(row) + b"\n")
-    entries = await compute_aggregate_metrics(groups, agents)
+    entries = await compute_aggregate_metrics(groups, agents, headers=headers)
     target = RunOutputs(output).aggregate_metrics
     write_aggregate_metrics(target, entries)
     _say(format_key_metrics(entries))

@@ -242,7 +242,7 @@ def run(
 
 
 async def _collect_no_serve(settings: CollectSettings, head: str, headers: dict[str, str] | None) -> int:
-    agents = await discover_agents(head)
+    agents = await discover_agents(head, headers)
     summary = await run_collection(settings, agents, headers=headers)
     _say(format_summary(summary))
     return 130 if summary.stop_reason == "interrupted" else (1 if summary.stop_reason else 0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from rewardgym.collect.watch import AgentDirectory
 from rewardgym.config import GymConfig
 from rewardgym.config.ports import pick_free_port
 from rewardgym.errors import ServerError
-from rewardgym.servers.errors import UpstreamError
+from rewardgym.servers.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.servers.http import HttpClient
 from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
 from rewardgym.servers.supervisor import ChildFailure, Supervisor, SupervisorOptions
@@ -33,14 +33,22 @@ from rewardgym.servers.supervisor import ChildFailure, Supervisor, SupervisorOpt
 AGENT_KIND = "responses_api_agents"
 
 
-async def discover_agents(head_url: str) -> AgentDirectory:
-    """Agent name → URL from the head registry of a running ``gym env start`` (which it remembers)."""
+async def discover_agents(head_url: str, headers: Mapping[str, str] | None = None) -> AgentDirectory:
+    """Agent name → URL from the head registry of a running ``gym env start`` (which it remembers).
+
+    ``headers`` go with the request (e.g. the shared auth token)."""
     try:
-        async with HttpClient() as client:
+        async with HttpClient(headers=headers) as client:
             reply = await client.get(
                 f"{head_url.rstrip('/')}/server_instances", timeout_s=5.0, max_attempts=2
             )
             records: Any = reply.json()
+    except UpstreamHTTPError as exc:
+        if exc.status == 401:
+            raise ServerError(
+                f"the head registry at {head_url} requires the shared auth token (++auth_token=… or env.yaml)"
+            ) from None
+        raise ServerError(f"the head registry at {head_url} answered HTTP {exc.status}") from None
     except UpstreamError as exc:
         raise ServerError(
             f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
@@ -72,6 +80,7 @@ class ServedStack:
                 ready_timeout_s=startup_timeout_s,
                 upstreams=upstream_urls(cfg) if readiness else [],
                 upstream_timeout_s=float(readiness or 0),
+                auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
             ),
         )
         self._notify = notify

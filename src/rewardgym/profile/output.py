@@ -119,7 +119,7 @@ def task_lines(
     stop = len(groups) if stop is None else stop
     if stop <= first:
         return
-    fragments = _stat_fragments(stat_keys(stats.fields), stat_matrix(groups.stats)[first:stop])
+    fragments = _stat_fragments(stat_keys(stats.fields), stat_matrix(groups.stats, first, stop))
     if stats.fan_out:
         labels = stats.label_of_group[first:stop].tolist()
         named = [orjson.dumps({"name": label}) for label in stats.table.labels]

@@ -148,9 +148,11 @@ def stat_keys(fields: tuple[str, ...]) -> list[str]:
     return [f"{stat}/{field}" for stat in STATS for field in fields]
 
 
-def stat_matrix(stats: SegmentStats) -> FloatArray:
-    """``(groups, 5 × fields)`` values in :func:`stat_keys` order (NaN = leave the key out)."""
-    return np.concatenate([stats.mean, stats.max, stats.min, stats.median, stats.std], axis=1)
+def stat_matrix(stats: SegmentStats, first: int = 0, stop: int | None = None) -> FloatArray:
+    """``(groups, 5 × fields)`` values in :func:`stat_keys` order (NaN = leave the key out), for groups
+    ``[first, stop)``."""
+    parts = (stats.mean, stats.max, stats.min, stats.median, stats.std)
+    return np.concatenate([part[first:stop] for part in parts], axis=1)
 
 
 def stat_items(keys: list[str], matrix: FloatArray) -> Iterator[dict[str, float]]:

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rewardgym.protocol.responses import Int64
+
 _OPEN = ConfigDict(extra="allow")
 
 
@@ -55,11 +57,11 @@ class ChatCompletionCreateParams(BaseModel):
     tool_choice: str | dict[str, Any] | None = None
     temperature: float | None = None
     top_p: float | None = None
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    seed: int | None = None
+    max_tokens: Int64 | None = None
+    max_completion_tokens: Int64 | None = None
+    seed: Int64 | None = None
     stop: str | list[str] | None = None
-    n: int | None = None
+    n: Int64 | None = None
     stream: bool | None = None
     response_format: dict[str, Any] | None = None
 

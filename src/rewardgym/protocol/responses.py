@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 _OPEN = ConfigDict(extra="allow")
 
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+"""An integer JSON encoders (orjson) and upstreams accept: larger values are a 422 naming the field."""
+
 
 class InputText(BaseModel):
     model_config = _OPEN
@@ -133,8 +136,8 @@ class ResponseCreateParams(BaseModel):
     background: bool | None = None
     include: list[str] | None = None
     instructions: str | None = None
-    max_output_tokens: int | None = None
-    max_tool_calls: int | None = None
+    max_output_tokens: Int64 | None = None
+    max_tool_calls: Int64 | None = None
     metadata: dict[str, str] | None = None
     model: str | None = None
     parallel_tool_calls: bool | None = True
@@ -147,7 +150,7 @@ class ResponseCreateParams(BaseModel):
     text: dict[str, Any] | None = None
     tool_choice: str | dict[str, Any] | None = "auto"
     tools: list[FunctionTool] = Field(default_factory=list)
-    top_logprobs: int | None = None
+    top_logprobs: Int64 | None = None
     top_p: float | None = None
     truncation: str | None = None
     user: str | None = None

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # aiohttp is imported on first use: servers that never call o
     import aiohttp
 
 from rewardgym.servers.errors import (
+    ApiError,
     UpstreamConnectionError,
     UpstreamHTTPError,
     UpstreamProtocolError,
@@ -199,7 +200,10 @@ class HttpClient:
         ``retry_statuses``/``max_attempts`` override the client policy for this call; ``timeout_s`` bounds
         each attempt as a whole (e.g. a short liveness probe).
         """
-        body = orjson.dumps(json) if json is not None else data
+        try:
+            body = orjson.dumps(json) if json is not None else data
+        except TypeError as exc:  # e.g. an integer beyond 64 bits in a free-form field of the caller's body
+            raise ApiError(422, f"request body cannot be sent on: {exc}", kind="invalid_request") from None
         send_headers: dict[str, str] = dict(JSON_HEADERS) if body is not None else {}
         if headers:
             send_headers.update(headers)

@@ -24,9 +24,10 @@ cookie.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -77,6 +78,27 @@ class HeadServer:
         if self._http is None:
             self._http = HttpClient(self.config.http)
         return self._http
+
+    def _guarded(
+        self, route: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """With an ``auth_token``, answer 401 unless the request carries it (as every server does)."""
+        secret = self.config.auth_token
+        if secret is None:
+            return route
+        token = secret.get_secret_value().encode()
+
+        async def guarded(request: Request) -> Response:
+            given = request.headers.get("x-rewardgym-token", "")
+            bearer = request.headers.get("authorization", "")
+            if bearer.lower().startswith("bearer "):
+                given = given or bearer[7:]
+            if not hmac.compare_digest(given.encode(), token):
+                body = error_body(self.server_id, "unauthorized", "missing or wrong auth token")
+                return json_response(body, 401)
+            return await route(request)
+
+        return guarded
 
     async def _liveness(self, _request: Request) -> Response:
         return json_response({"status": "ok", "name": self.config.name})
@@ -129,9 +151,9 @@ class HeadServer:
 
         routes = [
             Route("/", self._liveness, methods=["GET"]),
-            Route("/server_instances", self._instances_route, methods=["GET"]),
-            Route("/health", self._health_route, methods=["GET"]),
-            Route("/supervisor", self._supervisor_route, methods=["GET"]),
+            Route("/server_instances", self._guarded(self._instances_route), methods=["GET"]),
+            Route("/health", self._guarded(self._health_route), methods=["GET"]),
+            Route("/supervisor", self._guarded(self._supervisor_route), methods=["GET"]),
         ]
         return Starlette(
             routes=routes, lifespan=lifespan, exception_handlers={HTTPException: self._http_error}

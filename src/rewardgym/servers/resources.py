@@ -39,6 +39,7 @@ from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
@@ -176,6 +177,12 @@ class ResourcesServer(BaseServer[RC]):
 
     async def _aggregate_route(self, request: Request) -> Response:
         body = parse_body(AggregateMetricsRequest, await request.body())
+        for index, row in enumerate(body.verify_responses):
+            reward = row.get("reward")
+            if isinstance(reward, bool) or not isinstance(reward, int | float):
+                loc = ["body", "verify_responses", index, "reward"]
+                message = "Field required" if reward is None else "Input should be a number"
+                raise RequestValidationError([{"type": "value_error", "loc": loc, "msg": message}])
         result = await asyncio.to_thread(
             compute_aggregate_metrics,
             body.verify_responses,

@@ -80,6 +80,8 @@ class SupervisorOptions:
     upstreams: list[str] = field(default_factory=list)
     upstream_timeout_s: float = 120.0
     stop_grace_s: float = 5.0
+    auth_token: str | None = field(default=None, repr=False)
+    """The shared token the head registry requires (``++auth_token``); never printed."""
     fork_server: bool = True
     """Fork the instances from one process that imported the server stack once (:mod:`.zygote`) instead of
     starting a fresh interpreter per instance (which stays the fallback)."""
@@ -244,6 +246,7 @@ class Supervisor:
             "host": self.options.head_host,
             "port": self.options.head_port,
             "log_dir": self.options.log_dir,
+            "auth_token": self.options.auth_token,
         }
         head = HeadServer(config, instances=self.records)
         self._head = _embedded_uvicorn(uvicorn_config(head))

@@ -3,9 +3,9 @@
 One ``gym env start`` (real processes) serves the module; each test drives the fault upstream and runs
 ``gym eval run --no-serve``. The oracle is :func:`tests.stubs.reliability_stack.check_partition`: every
 materialized key is either in the rollouts file with the verifier's reward or in the failures file with a
-class (never both, never a reward on a failure). Backoffs are shortened (0.01 s base) to keep the suite
-fast; ``Retry-After`` is still honoured as sent. The full-size run (1,000 rollouts, fault-free comparison) is
-``benchmarks/reliability/run_all.py``.
+class (never both, never a reward on a failure). To keep the suite fast, backoffs are shortened (0.01 s
+base) and the model server makes 2 attempts (default 4); ``Retry-After`` is still honoured as sent. The
+full-size run (1,000 rollouts, fault-free comparison) is ``benchmarks/reliability/run_all.py``.
 """
 
 from __future__ import annotations
@@ -15,28 +15,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
 import pytest
 
 from tests.stubs.fault_upstream import FaultUpstream, start_fault_upstream
 from tests.stubs.processes import (
     GymProcess,
-    jsonl_rows,
     kill_marked,
     new_marker,
     no_marked_processes,
-    row_key,
     start_env,
 )
 from tests.stubs.reliability_stack import (
     AGENT,
     API_KEY,
+    PERMANENT,
+    RECOVERING,
     check_partition,
     env_args,
+    failed_kinds,
     gym,
     model_log_size,
     retry_levels,
     run_args,
+    write_directed_rows,
     write_mcqa_rows,
 )
 
@@ -45,10 +46,6 @@ FAST_BACKOFF = (
     "++policy_model.responses_api_models.vllm_model.http.max_attempts=2",
     f"++{AGENT}.responses_api_agents.simple_agent.http.backoff_base_s=0.01",
 )
-RECOVERING = ("500", "502", "503", "504", "429", "429_bare", "hang", "reset", "malformed", "missing")
-"""Kinds that hit a call once and then let it pass: the model server (or the agent) retries them."""
-PERMANENT = {"500": "http_5xx", "malformed": "http_5xx", "hang": "timeout"}
-"""Kinds that hit a call on every attempt, and the failure class the collector must record."""
 
 
 @dataclass
@@ -85,13 +82,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 def test_every_fault_kind_is_retried_or_recorded_with_its_class(stack: Stack, tmp_path: Path) -> None:
     assert stack.upstream.wait_idle()  # calls an earlier collection abandoned (timeouts) have ended
     stack.upstream.control(rates={}, retry_after_s=0.5, reset_stats=True)
-    rows = write_mcqa_rows(tmp_path / "in.jsonl", 2 * len(RECOVERING) + len(PERMANENT) + 4)
-    directives: list[str | None] = [f"[[fault:{k}:1]]" for k in RECOVERING for _ in range(2)]
-    directives += [f"[[fault:{k}:0]]" for k in PERMANENT] + [None] * 4
-    for row, directive in zip(rows, directives, strict=True):
-        if directive:
-            row["responses_create_params"]["input"][0]["content"] += f" {directive}"
-    (tmp_path / "in.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    rows = write_directed_rows(tmp_path / "in.jsonl")
 
     out = tmp_path / "out" / "rollouts.jsonl"
     since = model_log_size(stack.logs)
@@ -105,14 +96,9 @@ def test_every_fault_kind_is_retried_or_recorded_with_its_class(stack: Stack, tm
     found = check_partition(out.parent)
     assert found.materialized == len(rows)
     assert found.succeeded == len(rows) - len(PERMANENT)
-    materialized = {row_key(r): r for r in jsonl_rows(out.parent / "rollouts_materialized_inputs.jsonl")}
-    failed = {}
-    for failure in jsonl_rows(out.parent / "rollouts_failures.jsonl"):
-        content = materialized[row_key(failure)]["responses_create_params"]["input"][0]["content"]
-        kind = content.rsplit("[[fault:", 1)[1].split(":")[0]
-        failed[kind] = failure["_ng_failure_class"]
-        assert failure["attempts"] == 2 and not failure["permanent"]
-    assert failed == PERMANENT
+    failed = failed_kinds(out.parent)
+    assert {kind: f["_ng_failure_class"] for kind, f in failed.items()} == PERMANENT
+    assert all(f["attempts"] == 2 and not f["permanent"] for f in failed.values())
 
     stats = stack.upstream.stats()
     # Recovering kinds hit exactly the two calls that asked for them, once each.

@@ -22,10 +22,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from schemathesis.core.result import Ok
 
-from rewardgym.environments.mcqa.verifier import MCQAVerifyRequest
 from rewardgym.protocol import (
     AggregateMetricsRequest,
     ChatCompletionCreateParams,
@@ -100,26 +99,9 @@ def _is_number(value: Any) -> bool:
 
 
 def known_bug(server: str, path: str, body: Any) -> str | None:
-    """The known product bug a generated request would hit (each has a strict xfail test below), if any."""
+    """The known product bug a generated request would hit (each has a test below), if any."""
     if has_huge_int(body):
         return "huge-int"
-    entries = body.get("verify_responses") if isinstance(body, dict) else None
-    no_reward = isinstance(entries, list) and not all(
-        isinstance(e, dict) and _is_number(e.get("reward")) for e in entries
-    )
-    if path == "/aggregate_metrics" and server != AGENT and no_reward:
-        return "aggregate-without-reward"
-    params = body.get("responses_create_params") if isinstance(body, dict) and path == "/run" else body
-    if server == AGENT and isinstance(params, dict) and params.get("stream"):
-        return "agent-stream"
-    if server == AGENT and path == "/aggregate_metrics":
-        valid = isinstance(entries, list) and isinstance(body, dict) and not no_reward
-        return None if valid else "agent-502"
-    if server == AGENT and path == "/run" and isinstance(body, dict):
-        try:  # a row mcqa's /verify rejects comes back from the agent as 502
-            MCQAVerifyRequest.model_validate({**body, "response": RESPONSE})
-        except ValidationError:
-            return "agent-502"
     return None
 
 
@@ -175,12 +157,6 @@ def test_no_generated_request_gets_a_5xx(fuzz_stack: Stack, name: str) -> None:
     assert call(base, "GET", "/").status == 200  # and the server is still up
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (src/rewardgym/servers/http.py, models): pydantic accepts integers beyond 64 bits in "
-    "request fields (max_output_tokens, max_tokens, seed, ...) and orjson.dumps of the upstream body raises "
-    "TypeError -> HTTP 500; such a value should be a 422 naming the field",
-)
 @pytest.mark.parametrize(
     ("path", "body"),
     [
@@ -193,23 +169,12 @@ def test_integers_beyond_64_bits_are_a_4xx(fuzz_stack: Stack, path: str, body: d
     assert 400 <= reply.status < 500, reply.body[:300]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (src/rewardgym/servers/metrics.py): /aggregate_metrics with a verify response that "
-    "has no numeric reward raises KeyError -> HTTP 500; it should be a 422 naming "
-    "verify_responses.<i>.reward",
-)
 @pytest.mark.parametrize("name", ["mcqa", "tool_env", "session_env"])
 def test_aggregate_metrics_without_reward_is_a_4xx(fuzz_stack: Stack, name: str) -> None:
     reply = call(fuzz_stack.urls[name], "POST", "/aggregate_metrics", json={"verify_responses": [{}]})
     assert 400 <= reply.status < 500, reply.body[:300]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (src/rewardgym/agents/simple_agent.py): a body its resources server rejects with a 4xx "
-    "comes back from the agent as 502 upstream_http_error (bad_input: agent-maps-client-errors-to-502)",
-)
 @pytest.mark.parametrize(
     ("path", "body"),
     [
@@ -222,12 +187,6 @@ def test_agent_passes_client_errors_on_as_4xx(fuzz_stack: Stack, path: str, body
     assert 400 <= reply.status < 500, reply.body[:300]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (src/rewardgym/agents/simple_agent.py): with stream: true the agent forwards stream to "
-    "the model server, gets server-sent events back and answers 502 'reply is not JSON'; it should drop "
-    "stream when calling the model (and stream its own answer, or refuse stream with a 4xx)",
-)
 @pytest.mark.parametrize(
     ("path", "body"),
     [

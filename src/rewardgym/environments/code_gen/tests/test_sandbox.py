@@ -167,8 +167,9 @@ async def test_required_isolation_refuses_to_run(tmp_path: Path) -> None:
 async def test_writes_outside_the_work_folder_fail(config: CodeGenConfig, isolated: Isolation) -> None:
     if not ROOT:
         pytest.skip("file protection by a dedicated uid needs a root server")
-    # A root-owned folder outside /tmp (which is private in the sandbox): this tests folder.
-    target = Path(__file__).resolve().parent / f"pwned-{uuid.uuid4().hex}.txt"
+    # A root-owned system folder: the sandbox's /tmp and /var/tmp are private mounts, and the clone running
+    # these tests may itself live under /tmp, so its own folder is not a reliable target.
+    target = Path("/etc") / f"rewardgym-pwned-{uuid.uuid4().hex}.txt"
     code = f"open({str(target)!r}, 'w').write('pwned')\nprint('written')"
     try:
         result = await verify(make_request(fenced(code), ["\n"], ["written"]), config)

@@ -1,0 +1,144 @@
+"""The profiler's shortcuts give exactly what a plain orjson reading gives.
+
+- materialized-input lines of one task that differ only in their ``"_ng_rollout_index":N}`` tail are not
+  re-parsed: every odd tail (leading zeros, spaces, CRLF, huge or negative numbers, a last line without a
+  newline) must still yield orjson's key, and a bad tail must still be reported;
+- rollout rows are matched to compiled plans by one flat layout tuple;
+- the key names the profiler spells itself are ``rewardgym.protocol.keys``'s, and a profile run does not
+  import pydantic (``rewardgym.protocol``) or the server stack.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rewardgym.profile import extract
+from rewardgym.profile.scan_inputs import scan_inputs
+from rewardgym.profile.scan_results import scan_results
+from tests.profile.helpers import REPO
+
+_BODY = b'{"responses_create_params":{"input":[{"role":"user","content":"q"}]},"agent_ref":{"name":"a"},'
+
+TAILS = [
+    b'"_ng_task_index":1,"_ng_rollout_index":0}\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":1}\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":12}\r\n',
+    b'"_ng_task_index":1,"_ng_rollout_index": 3}\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":4 }\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":123456789012345678}\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":1234567890123456789}\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":-5}\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":9223372036854775807}\n',
+    b'"_ng_task_index":1,"_ng_rollout_index":6}',
+]
+
+
+def _expected(lines: list[bytes]) -> tuple[list[int], list[int]]:
+    rows = [orjson.loads(line) for line in lines]
+    return [r["_ng_task_index"] for r in rows], [r["_ng_rollout_index"] for r in rows]
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_quick_tails_give_orjsons_keys(tmp_path: Path, order: int) -> None:
+    lines = [_BODY + tail for tail in TAILS[:-1][::order]] + [_BODY + TAILS[-1]]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(lines))
+    chunk = scan_inputs(str(path), 0, path.stat().st_size)
+    assert chunk.error is None
+    tasks, rollouts = _expected(lines)
+    assert chunk.task.tolist() == tasks
+    assert chunk.rollout.tolist() == rollouts
+    assert chunk.length.tolist() == [len(line) for line in lines]
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b'"_ng_task_index":1,"_ng_rollout_index":01}\n',
+        b'"_ng_task_index":1,"_ng_rollout_index":1}}\n',
+        b'"_ng_task_index":1,"_ng_rollout_index":1,}\n',
+        b'"_ng_task_index":1,"_ng_rollout_index":99999999999999999999}\n',
+        b'"_ng_task_index":1,"_ng_rollout_index":"2"}\n',
+        b'"_ng_task_index":1,"_ng_rollout_index":2}x\n',
+    ],
+)
+def test_a_bad_tail_after_a_good_line_is_reported_on_its_line(tmp_path: Path, tail: bytes) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(_BODY + TAILS[0] + _BODY + tail)
+    chunk = scan_inputs(str(path), 0, path.stat().st_size)
+    assert chunk.error is not None
+    assert chunk.error.line == 2
+    assert chunk.task.tolist() == [1]
+
+
+def test_rows_of_different_layouts_keep_their_own_plans(tmp_path: Path) -> None:
+    """Same keys, different value types (a flat layout tuple must still tell them apart)."""
+    rows = [
+        {"reward": 1.0, "n": 3, "_ng_task_index": 0, "_ng_rollout_index": 0},
+        {"reward": 0.0, "n": "3", "_ng_task_index": 0, "_ng_rollout_index": 1},
+        {"reward": True, "n": 3.5, "_ng_task_index": 1, "_ng_rollout_index": 0},
+        {
+            "reward": 1.0,
+            "response": {"usage": {"n2": 4, "d": {}}},
+            "_ng_task_index": 1,
+            "_ng_rollout_index": 1,
+        },
+        {
+            "reward": 1.0,
+            "response": {"usage": {"n2": "4", "d": {}}},
+            "_ng_task_index": 2,
+            "_ng_rollout_index": 0,
+        },
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    chunk = scan_results(str(path), 0, path.stat().st_size)
+    assert chunk.error is None
+    names = [chunk.shapes[s] for s in chunk.shape.tolist()]
+    assert names == [("reward", "n"), ("reward",), ("reward", "n"), ("reward", "n2"), ("reward",)]
+    assert chunk.values.tolist() == [1.0, 3.0, 0.0, 1.0, 3.5, 1.0, 4.0, 1.0]
+    infos = [
+        orjson.loads(chunk.infos[a:b])
+        for a, b in zip([0, *chunk.info_ends[:-1]], chunk.info_ends, strict=True)
+    ]
+    assert infos[2] == {
+        "rollout_id": "1:0",
+        "_ng_task_index": 1,
+        "_ng_rollout_index": 0,
+        "reward": True,
+        "n": 3.5,
+    }
+    assert infos[3]["n2"] == 4
+    assert "n2" not in infos[4]
+
+
+def test_key_names_match_the_protocol() -> None:
+    from rewardgym.protocol import keys
+
+    for name in (
+        "TASK_INDEX",
+        "ROLLOUT_INDEX",
+        "AGENT_REF",
+        "ENVIRONMENT_SERVER",
+        "MASK_SAMPLE",
+        "RESPONSE",
+        "REWARD",
+    ):
+        assert getattr(extract, name) == getattr(keys, name), name
+
+
+def test_the_profile_package_imports_neither_pydantic_nor_servers() -> None:
+    """Start-up: ``rewardgym.profile`` (what ``gym eval profile`` runs) loads no pydantic model, no server
+    code and no scipy (scipy is imported in the background once the files are being read)."""
+    code = (
+        "import sys, rewardgym.profile; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'scipy') "
+        "or m.startswith(('rewardgym.protocol', 'rewardgym.servers', 'rewardgym.config'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]"
