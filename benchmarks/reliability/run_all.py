@@ -283,9 +283,10 @@ def harsh_run(figures: Figures, upstream: FaultUpstream, work: Path, tasks: int)
 # ---------------------------------------------------------------------------------------------------- §2
 def crashes(figures: Figures, work: Path, *, kills: int) -> None:
     s = "2"
-    with start_bulky_agent("--pad-bytes", str(1 << 20), "--delay-ms", "100") as agent:
+    # ~13 rollouts/s (2 in flight, 150 ms each, 1 MB lines): enough work left for every kill to land mid-run.
+    with start_bulky_agent("--pad-bytes", str(1 << 20), "--delay-ms", "150") as agent:
         report = kill_and_resume(
-            work / "kills", agent.url, kills=kills, min_torn=3, tasks=60, repeats=3, seed=2026
+            work / "kills", agent.url, kills=kills, min_torn=3, tasks=60, repeats=3, seed=2026, concurrency=2
         )
     figures.data["kills"] = {k: v for k, v in vars(report).items() if k != "outputs"}
     figures.add(

@@ -23,10 +23,10 @@ collector and the profiler. Semantics follow the NeMo Gym contract §4.6:
   ``compute_metrics(tasks)`` (its optional ``per_task_metrics`` list goes into the group rows) and selects
   ``key_metrics`` (default: every ``mean/*`` entry).
 
-Profiler hook: :data:`ProfileFn` is the signature of the baseline statistics. :func:`basic_profile` (here)
-computes ``mean/max/min/median/std`` (sample std, 0 for one value) of every numeric/bool top-level field and
-of ``response.usage`` fields, per task and over all rollouts. The profiler (``rewardgym.profile``, a higher
-layer) can supply its own function through a resources server's ``profile_fn`` attribute.
+Profiler hook: :data:`ProfileFn` is the signature of the baseline statistics. The default of resources
+servers, :func:`profiler_profile`, is the profiler's own statistics (``rewardgym.profile``, a pure library
+over the protocol and I/O layers, imported lazily); :func:`basic_profile` computes ``mean/max/min/median/std``
+without it.
 """
 
 from __future__ import annotations
@@ -205,6 +205,31 @@ def basic_profile(tasks: Sequence[Task]) -> tuple[dict[str, Any], list[dict[str,
         for index, rollouts in tasks
     ]
     return describe(all_rows), groups
+
+
+def profiler_profile(tasks: Sequence[Task]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The :data:`ProfileFn` of NeMo Gym's aggregate metrics: ``gym eval profile``'s own statistics.
+
+    The rollouts are profiled as one agent (NeMo Gym's synthetic ``{"name": "agent"}`` rows): the
+    agent-level entry (with the across-repeat aggregates) becomes ``agent_metrics`` and the per-task
+    profile rows become ``group_level_metrics``. The profiler only depends on the protocol and I/O layers,
+    so it is imported here lazily (numpy) rather than duplicated.
+    """
+    import warnings
+
+    from rewardgym.profile import profile_results
+
+    results = [
+        {keys.TASK_INDEX: index, keys.ROLLOUT_INDEX: position, **row}
+        for index, rollouts in tasks
+        for position, row in enumerate(rollouts)
+    ]
+    with warnings.catch_warnings():  # "sem is 0" notes are for the profile CLI, not a server log
+        warnings.simplefilter("ignore", UserWarning)
+        profiled = profile_results(results)
+    agent = dict(profiled.agent_metrics[0]) if profiled.agent_metrics else {}
+    agent.pop(keys.AGENT_REF, None)
+    return agent, [dict(row) for row in profiled.task_rows]
 
 
 def group_by_task(verify_responses: Sequence[Mapping[str, Any]]) -> list[Task]:

@@ -55,7 +55,12 @@ from rewardgym.protocol import (
 from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import JudgeError
-from rewardgym.servers.metrics import ProfileFn, basic_profile, compute_aggregate_metrics, default_key_metrics
+from rewardgym.servers.metrics import (
+    ProfileFn,
+    compute_aggregate_metrics,
+    default_key_metrics,
+    profiler_profile,
+)
 from rewardgym.servers.sessions import Session, SessionStore
 from rewardgym.servers.tools import ToolSpec, collect_tools
 from rewardgym.servers.wire import json_response, model_response, parse_body
@@ -93,7 +98,7 @@ class ResourcesServer(BaseServer[RC]):
     verify_request_class: ClassVar[type[VerifyRequest]] = VerifyRequest
     verify_response_class: ClassVar[type[VerifyResponse]] = VerifyResponse
     reverify_mode: ClassVar[ReverifyMode] = ReverifyMode.UNKNOWN
-    profile_fn: ClassVar[ProfileFn] = staticmethod(basic_profile)
+    profile_fn: ClassVar[ProfileFn] = staticmethod(profiler_profile)
 
     def __init__(self, config: RC | Mapping[str, Any]) -> None:
         super().__init__(config)

@@ -21,12 +21,15 @@ from tests.stubs.kill_harness import kill_and_resume
 
 @pytest.fixture
 def agent() -> Iterator[BulkyAgent]:
-    with start_bulky_agent("--pad-bytes", str(512 * 1024), "--delay-ms", "100") as running:
+    with start_bulky_agent("--pad-bytes", str(512 * 1024), "--delay-ms", "150") as running:
         yield running
 
 
 def test_kill_9_mid_write_and_at_random_moments_then_resume(tmp_path: Path, agent: BulkyAgent) -> None:
-    report = kill_and_resume(tmp_path, agent.url, kills=8, min_torn=2, tasks=40, repeats=3, seed=7)
+    # ~13 rollouts/s (2 in flight, 150 ms each): the 120 rollouts outlast the 8 kills.
+    report = kill_and_resume(
+        tmp_path, agent.url, kills=8, min_torn=2, tasks=40, repeats=3, seed=7, concurrency=2
+    )
     assert report.kills >= 8, report
     assert report.mid_write_kills >= 4 and report.timed_kills >= 1
     assert report.torn_lines >= 2, f"no kill tore a line: {report}"

@@ -30,6 +30,7 @@ def upstream() -> Iterator[FaultUpstream]:
 def check_death(report: DeathReport) -> None:
     text = report.collector_text
     assert report.named, text[-3000:]
+    assert report.collector_code == 1, text[-3000:]
     assert "not recorded as failures" in text and "plus --resume" in text
     assert "Traceback" not in text and API_KEY not in text
     assert not report.orphans, f"processes outlived the stack: {report.orphans}"
