@@ -27,6 +27,7 @@ The result is the last model response with ``output`` = every item of every step
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -132,7 +133,11 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
             return await self.http.post(url, headers=self.peer_headers, **kwargs)
         except UpstreamHTTPError as exc:
             if 400 <= exc.status < 500:
-                raise ApiError(exc.status, str(exc), kind="rejected_by_peer") from None
+                wait = (
+                    {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after is not None else None
+                )
+                kind = "rate_limited" if exc.status == 429 else "rejected_by_peer"
+                raise ApiError(exc.status, str(exc), kind=kind, headers=wait) from None
             raise
 
     async def call_model(

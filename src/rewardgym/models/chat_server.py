@@ -42,7 +42,7 @@ from rewardgym.models.upstream import bad_reply, concurrency_limit, llm_retry_st
 from rewardgym.protocol import ChatCompletion, ChatCompletionCreateParams, Response, ResponseCreateParams
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import UpstreamHTTPError
-from rewardgym.servers.http import HttpReply
+from rewardgym.servers.http import HttpReply, retry_after_seconds
 from rewardgym.servers.model import CallContext, ModelServer
 
 
@@ -93,7 +93,8 @@ class ChatModelServer(ModelServer[CC]):
         if is_context_overflow(reply.status, reply.text()):
             self.log.info("context overflow at %s: answered as an incomplete response", url)
             return None
-        raise UpstreamHTTPError(url, reply.status, reply.body)
+        after = retry_after_seconds(reply.headers.get("Retry-After"))
+        raise UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
 
     # -- the endpoints ------------------------------------------------------------------------------------
     async def responses(self, params: ResponseCreateParams, ctx: CallContext) -> Response:

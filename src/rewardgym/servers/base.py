@@ -28,6 +28,7 @@ Contract of :class:`BaseServer` (generic over its pydantic config class, declare
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -43,7 +44,7 @@ from rewardgym.config.secrets import redact_text, register_secret, register_secr
 from rewardgym.errors import ConfigError, RewardGymError
 from rewardgym.servers.app import ServerApp
 from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.errors import ApiError, UpstreamError
+from rewardgym.servers.errors import ApiError, UpstreamError, UpstreamHTTPError
 from rewardgym.servers.http import HttpClient
 from rewardgym.servers.logs import server_logger
 from rewardgym.servers.middleware import SESSION_ID_KEY, Gate
@@ -189,12 +190,16 @@ def build_app(server: BaseServer[Any]) -> FastAPI:
     async def on_api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
         log.info("%d %s %s: %s", exc.status, request.method, request.url.path, exc.message)
-        return json_response(error_body(sid, exc.kind, redact_text(exc.message)), exc.status)
+        return json_response(error_body(sid, exc.kind, redact_text(exc.message)), exc.status, exc.headers)
 
     async def on_upstream(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, UpstreamError)
         message = redact_text(str(exc))
         log.warning("%s %s: upstream failure: %s", request.method, request.url.path, message)
+        if isinstance(exc, UpstreamHTTPError) and exc.status == 429:
+            # Still rate limited after our retries: say so (with the upstream's wait), so callers back off.
+            wait = {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after is not None else {}
+            return json_response(error_body(sid, "rate_limited", message), 429, wait)
         return json_response(error_body(sid, exc.kind, message), exc.http_status)
 
     async def on_gym_error(request: Request, exc: Exception) -> Response:

@@ -41,8 +41,11 @@ def snippet(body: bytes | str, limit: int = _BODY_SNIPPET) -> str:
 class ApiError(Exception):
     """A handler's deliberate error answer: HTTP ``status`` with ``{"error": {type, message}}``."""
 
-    def __init__(self, status: int, message: str, *, kind: str = "bad_request") -> None:
+    def __init__(
+        self, status: int, message: str, *, kind: str = "bad_request", headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
+        self.headers = headers or {}
         self.status = status
         self.kind = kind
         self.message = message
@@ -64,9 +67,11 @@ class UpstreamHTTPError(UpstreamError):
 
     kind = "upstream_http_error"
 
-    def __init__(self, url: str, status: int, body: bytes) -> None:
+    def __init__(self, url: str, status: int, body: bytes, *, retry_after: float | None = None) -> None:
         self.status = status
         self.body = body
+        self.retry_after = retry_after
+        """Seconds the upstream asked to wait (its ``Retry-After``), passed on with a 429 answer."""
         super().__init__(url, f"HTTP {status}: {snippet(body)}")
 
 

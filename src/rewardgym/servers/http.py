@@ -249,9 +249,10 @@ class HttpClient:
                     after = retry_after_seconds(reply.headers.get("Retry-After"))
                     if after is not None:
                         delay = min(after, self.config.retry_after_max_s)
-                    failure = UpstreamHTTPError(url, reply.status, reply.body)
+                    failure = UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
                 elif raise_for_status and not reply.ok:
-                    raise UpstreamHTTPError(url, reply.status, reply.body)
+                    after = retry_after_seconds(reply.headers.get("Retry-After"))
+                    raise UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
                 else:
                     return reply
             if attempt < attempts:
