@@ -207,6 +207,24 @@ def basic_profile(tasks: Sequence[Task]) -> tuple[dict[str, Any], list[dict[str,
     return describe(all_rows), groups
 
 
+HighestK = tuple[str, tuple[str, ...] | None, tuple[str, ...]]
+"""A key-metric family: (``"pass@{k}"``-style pattern, score names or None for all, names to exclude)."""
+
+
+def select_key_metrics(
+    agent_metrics: Mapping[str, Any],
+    first: Sequence[str],
+    highest_k: Sequence[HighestK],
+    last: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Headline metrics: the ``first`` keys, each family at its highest k, then the ``last`` keys."""
+    picked = {key: agent_metrics[key] for key in first if key in agent_metrics}
+    for family, names, excluded in highest_k:
+        picked.update(highest_k_metrics(agent_metrics, family, score_names=names, exclude_names=excluded))
+    picked.update({key: agent_metrics[key] for key in last if key in agent_metrics})
+    return picked
+
+
 def profiler_profile(tasks: Sequence[Task]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The :data:`ProfileFn` of NeMo Gym's aggregate metrics: ``gym eval profile``'s own statistics.
 

@@ -29,7 +29,7 @@ from rewardgym.environments.mcqa.verifier import MCQAConfig, MCQAVerifyRequest, 
 from rewardgym.errors import DataError
 from rewardgym.registry import register
 from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.metrics import highest_k_metrics, pass_majority_metrics
+from rewardgym.servers.metrics import pass_majority_metrics, select_key_metrics
 from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 TEMPLATE_REGEX_LOC = ("body", "template_metadata", "output_regex")
@@ -44,11 +44,9 @@ class MCQAServerConfig(ResourcesServerConfig, MCQAConfig):
 
 def key_metrics(agent_metrics: Mapping[str, Any]) -> dict[str, Any]:
     """The headline metrics of :mod:`.metrics` (first keys, highest-k families, last keys; when present)."""
-    picked = {key: agent_metrics[key] for key in metrics.KEY_METRICS_FIRST if key in agent_metrics}
-    for family, names, excluded in metrics.KEY_METRICS_HIGHEST_K:
-        picked.update(highest_k_metrics(agent_metrics, family, score_names=names, exclude_names=excluded))
-    picked.update({key: agent_metrics[key] for key in metrics.KEY_METRICS_LAST if key in agent_metrics})
-    return picked
+    return select_key_metrics(
+        agent_metrics, metrics.KEY_METRICS_FIRST, metrics.KEY_METRICS_HIGHEST_K, metrics.KEY_METRICS_LAST
+    )
 
 
 @register("resources_servers", "mcqa")
