@@ -12,8 +12,13 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 from tests.stubs.client import call
+from tests.stubs.replay import function_call as _call
+from tests.stubs.replay import message as _message
+from tests.stubs.replay import model_turns as _model_turns
+from tests.stubs.replay import response as _response
+from tests.stubs.replay import serve_agent
+from tests.stubs.replay import stamps_removed as _stamps_removed
 
-from rewardgym.agents.simple_agent import SimpleAgent
 from rewardgym.environments.example_tool_call_multireward.app import ExampleToolCallMultirewardServer
 from rewardgym.environments.example_tool_call_multireward.tests.test_example_tool_call_multireward import (
     EXTRAS,
@@ -32,48 +37,8 @@ Serve = Callable[[Any], ThreadedServer]
 Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
 
 
-def _stamps_removed(rollout: dict[str, Any]) -> set[str]:
-    return {k for k in rollout if not k.startswith("_ng_") and k != "agent_ref"}
-
-
-def _model_turns(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The recorded output as the model's turns (stub script entries): the items between tool outputs."""
-    turns: list[dict[str, Any]] = []
-    current: list[dict[str, Any]] = []
-    for item in output:
-        if item["type"] == "function_call_output":
-            if current:
-                turns.append({"output": current})
-                current = []
-        else:
-            current.append(item)
-    return [*turns, {"output": current}] if current else turns
-
-
 def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
-    return serve(
-        SimpleAgent(
-            {
-                "name": f"{NAME}_simple_agent",
-                "resources_server": {"type": "resources_servers", "name": NAME},
-                "model_server": {"type": "responses_api_models", "name": "policy_model"},
-                "peers": {NAME: env_url, "policy_model": model_url},
-                "http": {"max_attempts": 1},
-            }
-        )
-    )
-
-
-def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
-
-
-def _message(text: str) -> dict[str, Any]:
-    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
-
-
-def _response(output: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"id": "r", "created_at": 0.0, "model": "m", "output": output}
+    return serve_agent(serve, NAME, env_url, model_url)
 
 
 @pytest.fixture
