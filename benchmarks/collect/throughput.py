@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -60,6 +61,10 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--rss-only", action="store_true", help="only report the collector's peak RSS")
+    parser.add_argument(
+        "--py-spy", type=Path, default=None, metavar="DIR",
+        help="also sample every process with py-spy (collapsed stacks in DIR/<name>.txt)",
+    )  # fmt: skip
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="rg-bench-"))
@@ -110,6 +115,18 @@ def main() -> None:
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     proc = psutil.Process(collector.pid)
+    spies = []
+    if args.py_spy is not None:
+        args.py_spy.mkdir(parents=True, exist_ok=True)
+        targets = {"collector": collector.pid, **{n: p.pid for n, p in names.items() if n != "supervisor"}}
+        spies = [
+            subprocess.Popen(
+                [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
+                 "--output", str(args.py_spy / f"{name}.txt")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            for name, pid in targets.items()
+        ]
     peak = {"rss": 0}
     samples: list[tuple[float, int]] = []
 
@@ -134,6 +151,9 @@ def main() -> None:
         time.sleep(0.05)
     wall = time.monotonic() - start
     sampler.join()
+    for spy in spies:
+        spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        spy.wait(timeout=60)
     if collector.returncode != 0:
         raise SystemExit(f"collector failed: {collector.stderr.read() if collector.stderr else ''}")
     done = (work / "out" / "rollouts.jsonl").read_bytes().count(b"\n")

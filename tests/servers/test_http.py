@@ -1,4 +1,7 @@
-"""The pooled HTTP client against a real stub upstream: retries, backoff, Retry-After, cookies, errors."""
+"""The pooled HTTP client against a real stub upstream: retries, backoff, Retry-After, cookies, errors.
+
+Every network test runs over both transports (the lean HTTP/1.1 one and aiohttp): they must agree.
+"""
 
 from __future__ import annotations
 
@@ -20,18 +23,24 @@ from rewardgym.servers.errors import (
 )
 from rewardgym.servers.http import HttpClient, backoff_delay, parse_set_cookies, retry_after_seconds
 
-FAST = HttpClientConfig(max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.05, read_timeout_s=2.0)
+BASE = HttpClientConfig(max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.05, read_timeout_s=2.0)
 BODY = {"input": "hi"}
+
+
+@pytest.fixture(params=[True, False], ids=["h1", "aiohttp"])
+def fast(request: pytest.FixtureRequest) -> HttpClientConfig:
+    """The test client configuration, once per transport."""
+    return BASE.model_copy(update={"fast_http": request.param})
 
 
 def responses_url(runner: Any) -> str:
     return f"{runner.url}/v1/responses"
 
 
-async def test_retries_503_then_succeeds(stub: Any) -> None:
+async def test_retries_503_then_succeeds(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.fail_times, app.state.fail_status = 2, 503
-    async with HttpClient(FAST) as client:
+    async with HttpClient(fast) as client:
         reply = await client.post(responses_url(runner), json=BODY)
     assert reply.status == 200
     assert reply.json()["object"] == "response"
@@ -39,40 +48,40 @@ async def test_retries_503_then_succeeds(stub: Any) -> None:
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 422, 500])
-async def test_other_statuses_are_not_retried(stub: Any, status: int) -> None:
+async def test_other_statuses_are_not_retried(stub: Any, status: int, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.mode, app.state.fail_status = "status", status
-    async with HttpClient(FAST) as client:
+    async with HttpClient(fast) as client:
         with pytest.raises(UpstreamHTTPError) as info:
             await client.post(responses_url(runner), json=BODY)
     assert info.value.status == status
     assert len(app.requests) == 1
 
 
-async def test_500_is_retried_when_configured(stub: Any) -> None:
+async def test_500_is_retried_when_configured(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.fail_times, app.state.fail_status = 1, 500
-    config = FAST.model_copy(update={"retry_statuses": [429, 500, 502, 503, 504]})
+    config = fast.model_copy(update={"retry_statuses": [429, 500, 502, 503, 504]})
     async with HttpClient(config) as client:
         reply = await client.post(responses_url(runner), json=BODY)
     assert reply.status == 200
     assert len(app.requests) == 2
 
 
-async def test_attempts_are_bounded(stub: Any) -> None:
+async def test_attempts_are_bounded(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.mode, app.state.fail_status = "status", 503
-    async with HttpClient(FAST) as client:
+    async with HttpClient(fast) as client:
         with pytest.raises(UpstreamHTTPError) as info:
             await client.post(responses_url(runner), json=BODY)
     assert info.value.status == 503
-    assert len(app.requests) == FAST.max_attempts
+    assert len(app.requests) == fast.max_attempts
 
 
-async def test_429_honours_retry_after(stub: Any) -> None:
+async def test_429_honours_retry_after(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.fail_times, app.state.fail_status, app.state.retry_after = 1, 429, "0.4"
-    async with HttpClient(FAST) as client:
+    async with HttpClient(fast) as client:
         started = time.monotonic()
         reply = await client.post(responses_url(runner), json=BODY)
         elapsed = time.monotonic() - started
@@ -81,10 +90,10 @@ async def test_429_honours_retry_after(stub: Any) -> None:
     assert len(app.requests) == 2
 
 
-async def test_retry_after_is_capped(stub: Any) -> None:
+async def test_retry_after_is_capped(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.fail_times, app.state.fail_status, app.state.retry_after = 1, 429, "3600"
-    config = FAST.model_copy(update={"retry_after_max_s": 0.1})
+    config = fast.model_copy(update={"retry_after_max_s": 0.1})
     async with HttpClient(config) as client:
         started = time.monotonic()
         await client.post(responses_url(runner), json=BODY)
@@ -109,11 +118,11 @@ def test_backoff_is_full_jitter_and_capped(attempt: int) -> None:
     assert 0.0 <= delay <= min(2.0, 0.1 * 2 ** (attempt - 1))
 
 
-async def test_connection_refused_is_retried_then_raised() -> None:
+async def test_connection_refused_is_retried_then_raised(fast: HttpClientConfig) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    async with HttpClient(FAST) as client:
+    async with HttpClient(fast) as client:
         started = time.monotonic()
         with pytest.raises(UpstreamConnectionError) as info:
             await client.post(f"http://127.0.0.1:{port}/x", json=BODY)
@@ -121,38 +130,38 @@ async def test_connection_refused_is_retried_then_raised() -> None:
     assert time.monotonic() - started < 2
 
 
-async def test_read_timeout(stub: Any) -> None:
+async def test_read_timeout(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.mode = "hang"
-    config = FAST.model_copy(update={"read_timeout_s": 0.2, "max_attempts": 2})
+    config = fast.model_copy(update={"read_timeout_s": 0.2, "max_attempts": 2})
     async with HttpClient(config) as client:
         with pytest.raises(UpstreamTimeout):
             await client.post(responses_url(runner), json=BODY)
     assert len(app.requests) == 2
 
 
-async def test_timeout_not_retried_when_disabled(stub: Any) -> None:
+async def test_timeout_not_retried_when_disabled(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.mode = "hang"
-    config = FAST.model_copy(update={"read_timeout_s": 0.2, "retry_on_timeout": False})
+    config = fast.model_copy(update={"read_timeout_s": 0.2, "retry_on_timeout": False})
     async with HttpClient(config) as client:
         with pytest.raises(UpstreamTimeout):
             await client.post(responses_url(runner), json=BODY)
     assert len(app.requests) == 1
 
 
-async def test_garbage_body_is_a_protocol_error(stub: Any) -> None:
+async def test_garbage_body_is_a_protocol_error(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
     app.state.mode = "garbage"
-    async with HttpClient(FAST) as client:
+    async with HttpClient(fast) as client:
         reply = await client.post(responses_url(runner), json=BODY)
         with pytest.raises(UpstreamProtocolError):
             reply.json()
 
 
-async def test_cookies_are_explicit_and_never_stored(stub: Any) -> None:
+async def test_cookies_are_explicit_and_never_stored(stub: Any, fast: HttpClientConfig) -> None:
     runner, app = stub
-    async with HttpClient(FAST) as client:
+    async with HttpClient(fast) as client:
         await client.post(responses_url(runner), json=BODY, cookies={"a": "1", "B___x": "v=="})
         await client.post(responses_url(runner), json=BODY)
     first, second = app.requests[0]["headers"], app.requests[1]["headers"]
@@ -163,3 +172,13 @@ async def test_cookies_are_explicit_and_never_stored(stub: Any) -> None:
 def test_set_cookie_parsing() -> None:
     values = ["S___n=eyJ9.abc.def=; path=/; Max-Age=1209600; httponly; samesite=lax", "other=1"]
     assert parse_set_cookies(values) == {"S___n": "eyJ9.abc.def=", "other": "1"}
+
+
+async def test_client_headers_go_with_every_request(stub: Any, fast: HttpClientConfig) -> None:
+    runner, app = stub
+    async with HttpClient(fast, headers={"X-Rewardgym-Token": "t0k"}) as client:
+        await client.post(responses_url(runner), json=BODY, headers={"Authorization": "Bearer b"})
+        await client.post(responses_url(runner), json=BODY)
+    first, second = app.requests[0]["headers"], app.requests[1]["headers"]
+    assert first["x-rewardgym-token"] == "t0k" and first["authorization"] == "Bearer b"
+    assert second["x-rewardgym-token"] == "t0k" and "authorization" not in second

@@ -7,7 +7,6 @@ out with a note; an ``--output`` that is one of the shards is refused (it would 
 
 from __future__ import annotations
 
-import asyncio
 import glob
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from rewardgym.cli import aio
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -100,7 +100,7 @@ def reverify(
         overwrite=overwrite, force=force, disable_aggregation=disable_aggregation,
     )  # fmt: skip
     logs = (log_dir or output.parent / "logs").expanduser().resolve()
-    asyncio.run(_reverify(settings, served_cfg, routes, logs))
+    aio.run(_reverify(settings, served_cfg, routes, logs))
 
 
 async def _reverify(settings: ReverifySettings, cfg: GymConfig, routes: dict[str, str], logs: Path) -> None:
@@ -149,7 +149,7 @@ def aggregate(
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
     token = cfg.get("auth_token")
-    asyncio.run(_aggregate(paths, output, head, {"X-Rewardgym-Token": str(token)} if token else {}))
+    aio.run(_aggregate(paths, output, head, {"X-Rewardgym-Token": str(token)} if token else {}))
 
 
 def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:

@@ -8,7 +8,6 @@ flag are read from the config (``++rollout_timeout_s=…``, ``++max_attempts=…
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from rewardgym.cli import aio
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -231,12 +231,10 @@ def run(
     if no_serve:
         host, port = cfg.head_server
         head = head_url or f"http://{host}:{port}"
-        code = asyncio.run(_collect_no_serve(settings, head, headers))
+        code = aio.run(_collect_no_serve(settings, head, headers))
     else:
         logs = log_dir or Path(cfg.get("nemo_gym_log_dir") or output.parent / "logs")
-        code = asyncio.run(
-            _collect_served(settings, cfg, logs.expanduser().resolve(), startup_timeout, headers)
-        )
+        code = aio.run(_collect_served(settings, cfg, logs.expanduser().resolve(), startup_timeout, headers))
     if code:
         raise typer.Exit(code)
 

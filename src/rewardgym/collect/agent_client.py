@@ -1,13 +1,14 @@
 """HTTP client of the agents' ``/run`` endpoint, turning every way a rollout can fail into a class.
 
-One pooled aiohttp session (keep-alive, no cookie jar) serves every rollout. A successful answer must be a
-JSON object with a numeric ``reward``: anything else is a failure (``invalid_response``), never a reward.
+One keep-alive connection pool serves every rollout: the lean HTTP/1.1 transport of
+:mod:`rewardgym.servers.h1pool` for ``http://`` agents (the normal case, the servers are ours), an aiohttp
+session (no cookie jar) for ``https://``. A successful answer must be a JSON object with a numeric
+``reward``: anything else is a failure (``invalid_response``), never a reward.
 A result that carries ``_ng_failure_class`` (e.g. a judge that failed) is a failure of that class.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +18,7 @@ import orjson
 
 from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status, parse_retry_after
 from rewardgym.protocol import keys
+from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError
 
 _REASON_CHARS = 500
 
@@ -44,6 +46,13 @@ class AgentClient:
         self._max_connections = max_connections
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         self._session: aiohttp.ClientSession | None = None
+        # The rollout timeout bounds each attempt as a whole; reads are not bounded separately.
+        self._h1 = H1Pool(
+            limit=max_connections,
+            connect_timeout_s=connect_timeout_s,
+            read_timeout_s=None,
+            total_timeout_s=rollout_timeout_s,
+        )
 
     async def __aenter__(self) -> AgentClient:
         connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, keepalive_timeout=60)
@@ -55,6 +64,7 @@ class AgentClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self._h1.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -67,13 +77,40 @@ class AgentClient:
         url = self._urls.get(ref.get("name", ""))
         if url is None:
             raise AttemptFailure(FailureClass.UNKNOWN_AGENT, f"no running agent named {ref.get('name')!r}")
+        if url.startswith("http://"):
+            body, status, retry_after = await self._post_h1(url, row)
+        else:
+            body, status, retry_after = await self._post_aiohttp(url, row)
+        text = body.decode("utf-8", errors="replace")
+        if status >= 300:
+            failure_class = classify_status(status, text)
+            raise AttemptFailure(failure_class, f"HTTP {status}: {_short(text)}", status, retry_after)
+        return _validate_result(body, text)
+
+    async def _post_h1(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:
+        try:
+            reply = await self._h1.request("POST", url, orjson.dumps(row), self._headers)
+        except TimeoutError:
+            raise AttemptFailure(
+                FailureClass.TIMEOUT, f"no answer from {url} within the rollout timeout"
+            ) from None
+        except (H1ConnectError, H1Disconnected) as exc:
+            raise AttemptFailure(FailureClass.CONNECTION, str(exc)) from None
+        except H1ProtocolError as exc:  # garbage on the wire: like a broken connection, worth a retry
+            raise AttemptFailure(FailureClass.CONNECTION, str(exc)) from None
+        return reply.body, reply.status, parse_retry_after(reply.headers.get("Retry-After"))
+
+    async def _post_aiohttp(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:
+        assert self._session is not None
         try:
             async with self._session.post(
                 url, data=orjson.dumps(row), headers=self._headers, timeout=self._timeout
             ) as response:
-                body = await response.read()
-                status = response.status
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                return (
+                    await response.read(),
+                    response.status,
+                    parse_retry_after(response.headers.get("Retry-After")),
+                )
         except TimeoutError:
             raise AttemptFailure(
                 FailureClass.TIMEOUT, f"no answer from {url} within the rollout timeout"
@@ -82,13 +119,6 @@ class AgentClient:
             raise AttemptFailure(FailureClass.CONNECTION, f"{type(exc).__name__}: {exc}") from None
         except aiohttp.ClientPayloadError as exc:
             raise AttemptFailure(FailureClass.CONNECTION, f"response cut short: {exc}") from None
-        except asyncio.CancelledError:
-            raise
-        text = body.decode("utf-8", errors="replace")
-        if status >= 300:
-            failure_class = classify_status(status, text)
-            raise AttemptFailure(failure_class, f"HTTP {status}: {_short(text)}", status, retry_after)
-        return _validate_result(body, text)
 
 
 def _validate_result(body: bytes, text: str) -> dict[str, Any]:

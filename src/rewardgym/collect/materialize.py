@@ -16,7 +16,6 @@ Errors name the input file and line.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 from collections.abc import Iterator, Mapping
@@ -113,6 +112,8 @@ def _add_seed(params: dict[str, Any], seed: int, where: str) -> None:
 def iter_materialized(path: str | os.PathLike[str], options: MaterializeOptions) -> Iterator[dict[str, Any]]:
     """Yield materialized rows in "aabbcc" order, streaming over the input file.
 
+    The repeats of one input row share its nested values: treat the yielded rows as read-only.
+
     Rows without an agent, or whose agent has no repeat count, are collected and reported in one error
     after the whole file was read, so a user fixes every row at once.
     """
@@ -185,9 +186,12 @@ def _expand(
     for _ in range(repeats):
         rollout = next_rollout.get(task, 0)
         next_rollout[task] = rollout + 1
-        out = copy.deepcopy(row)
+        # Repeats share the row's nested values (they are serialised, not mutated); only the parameters
+        # that get a per-repeat seed are copied.
+        out = dict(row)
         out[keys.TASK_INDEX] = task
         out[keys.ROLLOUT_INDEX] = rollout
         if options.add_seed:
-            _add_seed(out[keys.RESPONSES_CREATE_PARAMS], rollout, where)
+            params = out[keys.RESPONSES_CREATE_PARAMS] = dict(out[keys.RESPONSES_CREATE_PARAMS])
+            _add_seed(params, rollout, where)
         yield out

@@ -56,6 +56,8 @@ class UpstreamError(ServerError):
 
     http_status = 502
     kind = "upstream_error"
+    final = False
+    """Set on an attempt's failure that no retry can fix (e.g. an invalid URL): raised at once."""
 
     def __init__(self, url: str, message: str) -> None:
         self.url = safe_url(url)
@@ -87,8 +89,9 @@ class UpstreamConnectionError(UpstreamError):
 
     kind = "upstream_unreachable"
 
-    def __init__(self, url: str, message: str, *, dns_failure: bool = False) -> None:
+    def __init__(self, url: str, message: str, *, dns_failure: bool = False, final: bool = False) -> None:
         self.dns_failure = dns_failure
+        self.final = final
         super().__init__(url, message)
 
 

@@ -17,6 +17,10 @@ Contract:
   :class:`~rewardgym.servers.errors.UpstreamConnectionError`; a server app maps them to 502/504.
 - Bodies are sent as given (``data=`` bytes) or serialised with orjson (``json=``); replies are read whole
   into bytes (``HttpReply.json()`` parses with orjson).
+- Transport: plain ``http://`` URLs go through the lean keep-alive transport of
+  :mod:`rewardgym.servers.h1pool` (every hop between our own servers, and local vLLM / llama.cpp);
+  ``https://`` URLs — and every URL when ``fast_http`` is off — go through aiohttp. Both give the same
+  replies, errors and retries.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from rewardgym.servers.config import HttpClientConfig
+from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError
 
 if TYPE_CHECKING:  # aiohttp is imported on first use: servers that never call out start faster
     import aiohttp
@@ -139,6 +144,18 @@ class HttpClient:
         self._session: aiohttp.ClientSession | None = None
         self._retry_statuses = frozenset(self.config.retry_statuses)
         self._timeout: aiohttp.ClientTimeout | None = None
+        self._h1: H1Pool | None = None
+
+    def _get_h1(self) -> H1Pool:
+        if self._h1 is None:
+            config = self.config
+            self._h1 = H1Pool(
+                limit=config.pool_limit,
+                connect_timeout_s=config.connect_timeout_s,
+                read_timeout_s=config.read_timeout_s,
+                total_timeout_s=config.total_timeout_s,
+            )
+        return self._h1
 
     def _get_session(self) -> aiohttp.ClientSession:
         import aiohttp
@@ -157,12 +174,14 @@ class HttpClient:
                 connector=connector,
                 cookie_jar=aiohttp.DummyCookieJar(),
                 timeout=self._timeout,
-                headers=self._headers,
                 raise_for_status=False,
             )
         return self._session
 
     async def close(self) -> None:
+        if self._h1 is not None:
+            await self._h1.close()
+            self._h1 = None
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
@@ -204,46 +223,25 @@ class HttpClient:
             body = orjson.dumps(json) if json is not None else data
         except TypeError as exc:  # e.g. an integer beyond 64 bits in a free-form field of the caller's body
             raise ApiError(422, f"request body cannot be sent on: {exc}", kind="invalid_request") from None
-        send_headers: dict[str, str] = dict(JSON_HEADERS) if body is not None else {}
+        send_headers: dict[str, str] = (
+            {**self._headers, **JSON_HEADERS} if body is not None else dict(self._headers)
+        )
         if headers:
             send_headers.update(headers)
         if cookies:
             send_headers["Cookie"] = cookie_header(cookies)
-        import aiohttp
-
         statuses = self._retry_statuses if retry_statuses is None else frozenset(retry_statuses)
         attempts = max_attempts or self.config.max_attempts
-        session = self._get_session()
-        timeout = self._timeout
-        if timeout_s is not None:
-            timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(timeout_s, 5.0))
+        send = self._send_h1 if self.config.fast_http and url.startswith("http://") else self._send_aiohttp
         failure: Exception | None = None
         for attempt in range(1, attempts + 1):
             delay: float | None = None
             try:
-                async with session.request(
-                    method, url, data=body, headers=send_headers, timeout=timeout
-                ) as resp:
-                    payload = await resp.read()
-                    reply = HttpReply(
-                        url=url,
-                        status=resp.status,
-                        body=payload,
-                        cookies=parse_set_cookies(resp.headers.getall("Set-Cookie", ())),
-                        headers=resp.headers,
-                    )
-            except TimeoutError:
-                failure = UpstreamTimeout(url, f"no reply within the timeout ({method}, attempt {attempt})")
-                if not self.config.retry_on_timeout:
-                    raise failure from None
-            except aiohttp.InvalidURL:
-                raise UpstreamConnectionError(url, "invalid URL") from None
-            except aiohttp.ClientConnectorDNSError as exc:
-                failure = UpstreamConnectionError(url, f"cannot resolve host: {exc}", dns_failure=True)
-            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                failure = UpstreamConnectionError(url, f"{type(exc).__name__}: {exc}")
-            except aiohttp.ClientResponseError as exc:  # malformed HTTP from the peer
-                failure = UpstreamProtocolError(url, f"{type(exc).__name__}: {exc.message}")
+                reply = await send(method, url, body, send_headers, timeout_s, attempt)
+            except (UpstreamTimeout, UpstreamConnectionError, UpstreamProtocolError) as exc:
+                if exc.final:
+                    raise exc from None
+                failure = exc
             else:
                 if reply.status in statuses and attempt < attempts:
                     after = retry_after_seconds(reply.headers.get("Retry-After"))
@@ -259,3 +257,56 @@ class HttpClient:
                 await asyncio.sleep(backoff_delay(attempt, self.config) if delay is None else delay)
         assert failure is not None
         raise failure
+
+    async def _send_h1(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout_s: float | None,
+        attempt: int,
+    ) -> HttpReply:  # fmt: skip
+        try:
+            raw = await self._get_h1().request(method, url, body, headers, total_timeout_s=timeout_s)
+        except TimeoutError:
+            failure = UpstreamTimeout(url, f"no reply within the timeout ({method}, attempt {attempt})")
+            failure.final = not self.config.retry_on_timeout
+            raise failure from None
+        except ValueError:
+            raise UpstreamConnectionError(url, "invalid URL", final=True) from None
+        except H1ConnectError as exc:
+            raise UpstreamConnectionError(url, str(exc), dns_failure=exc.dns_failure) from None
+        except H1Disconnected as exc:
+            raise UpstreamConnectionError(url, f"ServerDisconnectedError: {exc}") from None
+        except H1ProtocolError as exc:
+            raise UpstreamProtocolError(url, str(exc)) from None
+        return HttpReply(url, raw.status, raw.body, parse_set_cookies(raw.set_cookies), raw.headers)
+
+    async def _send_aiohttp(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout_s: float | None,
+        attempt: int,
+    ) -> HttpReply:  # fmt: skip
+        import aiohttp
+
+        session = self._get_session()
+        timeout = self._timeout
+        if timeout_s is not None:
+            timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(timeout_s, 5.0))
+        try:
+            async with session.request(method, url, data=body, headers=headers, timeout=timeout) as resp:
+                payload = await resp.read()
+                return HttpReply(
+                    url=url,
+                    status=resp.status,
+                    body=payload,
+                    cookies=parse_set_cookies(resp.headers.getall("Set-Cookie", ())),
+                    headers=resp.headers,
+                )
+        except TimeoutError:
+            failure = UpstreamTimeout(url, f"no reply within the timeout ({method}, attempt {attempt})")
+            failure.final = not self.config.retry_on_timeout
+            raise failure from None
+        except aiohttp.InvalidURL:
+            raise UpstreamConnectionError(url, "invalid URL", final=True) from None
+        except aiohttp.ClientConnectorDNSError as exc:
+            raise UpstreamConnectionError(url, f"cannot resolve host: {exc}", dns_failure=True) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            raise UpstreamConnectionError(url, f"{type(exc).__name__}: {exc}") from None
+        except aiohttp.ClientResponseError as exc:  # malformed HTTP from the peer
+            raise UpstreamProtocolError(url, f"{type(exc).__name__}: {exc.message}") from None
