@@ -225,6 +225,20 @@ def test_upstream_failures_are_clear_errors(
     assert API_KEY not in (tmp_path / "policy_model.log").read_text()
 
 
+@pytest.mark.parametrize("refusal", [401, 403])
+def test_refused_credentials_are_a_distinct_unretried_error(serve: Any, stub: Any, refusal: int) -> None:
+    """A refused key is answered 500 ``upstream_auth_error`` (not a retryable 502): callers stop."""
+    runner, app = stub
+    app.state.mode, app.state.fail_status = "status", refusal
+    model = serve(make_model(f"{runner.url}/v1", http={"max_attempts": 3, "backoff_base_s": 0.01}))
+    reply = call(model.url, "POST", "/v1/responses", json={"input": "hi"})
+    assert reply.status == 500, reply.body
+    error = reply.json()["error"]
+    assert error["type"] == "upstream_auth_error" and f"HTTP {refusal}" in error["message"]
+    assert API_KEY not in reply.body.decode()
+    assert len(app.requests) == 1
+
+
 def test_context_overflow_is_an_incomplete_empty_response(serve: Any) -> None:
     with fixed_upstream(400, VLLM_OVERFLOW) as (base, app):
         model = serve(make_model(base))

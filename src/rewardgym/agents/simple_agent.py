@@ -43,7 +43,14 @@ from rewardgym.protocol import AggregateMetrics, FunctionCall, Message, Response
 from rewardgym.registry import register
 from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig, ServerRef
-from rewardgym.servers.errors import ApiError, UpstreamHTTPError, UpstreamProtocolError
+from rewardgym.servers.errors import (
+    UPSTREAM_AUTH_KIND,
+    ApiError,
+    UpstreamHTTPError,
+    UpstreamProtocolError,
+    error_kind,
+    error_message,
+)
 from rewardgym.servers.http import HttpReply
 from rewardgym.servers.sse import response_events
 from rewardgym.servers.wire import (
@@ -138,6 +145,10 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
                 )
                 kind = "rate_limited" if exc.status == 429 else "rejected_by_peer"
                 raise ApiError(exc.status, str(exc), kind=kind, headers=wait) from None
+            if error_kind(exc.body) == UPSTREAM_AUTH_KIND:  # the model's upstream refused its key: say so
+                raise ApiError(
+                    exc.status, error_message(exc.body) or str(exc), kind=UPSTREAM_AUTH_KIND
+                ) from None
             raise
 
     async def call_model(

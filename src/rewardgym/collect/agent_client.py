@@ -18,6 +18,7 @@ import orjson
 
 from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status, parse_retry_after
 from rewardgym.protocol import keys
+from rewardgym.servers.errors import error_message
 from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError
 
 _REASON_CHARS = 500
@@ -84,6 +85,9 @@ class AgentClient:
         text = body.decode("utf-8", errors="replace")
         if status >= 300:
             failure_class = classify_status(status, text)
+            if failure_class is FailureClass.UPSTREAM_AUTH:  # the upstream's own words, not our wrapping
+                reason = error_message(body) or f"HTTP {status}: {_short(text)}"
+                raise AttemptFailure(failure_class, _short(reason), status)
             raise AttemptFailure(failure_class, f"HTTP {status}: {_short(text)}", status, retry_after)
         return _validate_result(body, text)
 

@@ -10,6 +10,8 @@ Contract:
 - :meth:`Dispatcher.stop` stops pulling new rows; in-flight rollouts get ``grace_s`` to finish, then are
   cancelled (they are simply absent from the outputs, so ``--resume`` runs them again). Once stopping, a
   transient failure is no longer recorded either: its rollout is left for ``--resume``.
+- An ``upstream_auth`` failure (a model upstream refused its API key) stops the run at once; that rollout
+  is left for ``--resume`` rather than recorded, since no row can succeed until the key is fixed.
 - ``confirm`` (optional) is awaited before a transient failure is recorded as final; when it answers
   ``False`` (a server died: the failure is not the rollout's fault) the rollout is left for ``--resume``.
 """
@@ -22,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardgym.collect.failures import AttemptFailure, RetryPolicy
+from rewardgym.collect.failures import AttemptFailure, FailureClass, RetryPolicy
 from rewardgym.protocol import keys
 
 Row = dict[str, Any]
@@ -147,6 +149,13 @@ class Dispatcher:
             try:
                 result = await self._send(row)
             except AttemptFailure as failure:
+                if failure.failure_class is FailureClass.UPSTREAM_AUTH:
+                    self.stats.cancelled += 1  # not this rollout's fault: left for --resume
+                    self.stop(
+                        f"a model upstream refused its credentials: {failure.reason} — fix the API key "
+                        "in the model server's config and restart the servers"
+                    )
+                    return
                 if failure.transient and used < budget and not self._stopping.is_set():
                     self.stats.retries += 1
                     if self._on_retry is not None:

@@ -3,7 +3,8 @@
 A failure is never written to the rollouts file and never gets a reward. Each failed attempt is classified;
 *transient* classes are retried in place with exponential backoff and full jitter (honouring
 ``Retry-After``), *permanent* ones (a request no retry can fix) are not. When the attempts run out the
-rollout goes to ``<stem>_failures.jsonl`` with its class and reason.
+rollout goes to ``<stem>_failures.jsonl`` with its class and reason. ``upstream_auth`` (a model upstream
+refused the API key) is neither: it stops the whole run and the rollout is left for ``--resume``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ class FailureClass(StrEnum):
     INVALID_REQUEST = "invalid_request"
     INVALID_RESPONSE = "invalid_response"
     UNKNOWN_AGENT = "unknown_agent"
+    UPSTREAM_AUTH = "upstream_auth"
+    """A model (or judge) upstream refused the server's credentials: every rollout would fail the same way,
+    so the run stops at the first one (left for ``--resume`` once the key is fixed, not recorded)."""
 
 
 TRANSIENT = frozenset(
@@ -59,6 +63,8 @@ class AttemptFailure(Exception):
 
 def classify_status(status: int, body: str) -> FailureClass:
     """Failure class of a non-2xx ``/run`` answer."""
+    if '"upstream_auth_error"' in body:  # the error type our servers give a refused upstream key
+        return FailureClass.UPSTREAM_AUTH
     if status == 429:
         return FailureClass.RATE_LIMITED
     if status in (408, 504):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
+import orjson
+
 from rewardgym.errors import ServerError
 
 _BODY_SNIPPET = 500
@@ -64,6 +66,30 @@ class UpstreamError(ServerError):
         super().__init__(f"{self.url}: {message}")
 
 
+AUTH_STATUSES = frozenset({401, 403})
+UPSTREAM_AUTH_KIND = "upstream_auth_error"
+"""Error ``type`` of an answer saying that an upstream refused this server's credentials."""
+
+
+def _error_field(body: bytes | str, name: str) -> str | None:
+    try:
+        error = orjson.loads(body).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    value = error.get(name) if isinstance(error, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def error_kind(body: bytes | str) -> str | None:
+    """The ``error.type`` of a JSON error body (ours or OpenAI's), if it has one."""
+    return _error_field(body, "type")
+
+
+def error_message(body: bytes | str) -> str | None:
+    """The ``error.message`` of a JSON error body (ours or OpenAI's), if it has one."""
+    return _error_field(body, "message")
+
+
 class UpstreamHTTPError(UpstreamError):
     """The upstream answered with a non-success status."""
 
@@ -74,6 +100,11 @@ class UpstreamHTTPError(UpstreamError):
         self.body = body
         self.retry_after = retry_after
         """Seconds the upstream asked to wait (its ``Retry-After``), passed on with a 429 answer."""
+        if status in AUTH_STATUSES:
+            # Our credentials were refused: no retry and no other row can succeed until the config is fixed.
+            # Answered 500 (not the retryable 502) with its own kind, which the agent and collector pass on.
+            self.kind = UPSTREAM_AUTH_KIND
+            self.http_status = 500
         super().__init__(url, f"HTTP {status}: {snippet(body)}")
 
 

@@ -155,3 +155,29 @@ def test_mixed_fault_rates_run_completes_with_real_rewards(stack: Stack, tmp_pat
     assert levels.model_server_retries > 0.5 * injected
     assert given_up == levels.agent_retries + levels.collector_retries + found.failed
     assert stats["ok"] == found.succeeded
+
+
+def test_refused_api_key_stops_the_run_and_resume_finishes_it(stack: Stack, tmp_path: Path) -> None:
+    """An upstream 401 is nobody's row's fault: the run stops at once (no retry storm, no failure rows for
+    the rest of the file), says what to fix, and ``--resume`` completes every rollout once it is fixed."""
+    assert stack.upstream.wait_idle()
+    stack.upstream.control(rates={"401": 1.0}, reset_stats=True)
+    write_mcqa_rows(tmp_path / "in.jsonl", 40)
+    out = tmp_path / "out" / "rollouts.jsonl"
+    first = gym(
+        run_args(out, input_path=tmp_path / "in.jsonl", head_url=stack.head, concurrency=4), cwd=stack.root
+    )
+    assert first.code != 0
+    assert "refused its credentials" in first.output and "--resume" in first.output, first.output[-2000:]
+    assert "Traceback" not in first.output and API_KEY not in first.output
+    found = check_partition(out.parent, complete=False)
+    assert found.failed == 0  # left for --resume, not recorded: the rows did nothing wrong
+    assert found.succeeded == 0
+    # At most the rollouts already in flight reached the upstream, once each: nothing was retried.
+    assert stack.upstream.stats()["faults"]["401"] <= 4
+
+    stack.upstream.control(rates={}, reset_stats=True)  # the key is fixed
+    resumed = gym(run_args(out, head_url=stack.head, resume=True), cwd=stack.root)
+    assert resumed.code == 0, resumed.output[-3000:]
+    found = check_partition(out.parent)
+    assert (found.materialized, found.succeeded, found.failed) == (40, 40, 0)
