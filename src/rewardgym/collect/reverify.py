@@ -29,6 +29,7 @@ from rewardgym.collect.dispatch import Dispatcher, DispatchStats, Pending
 from rewardgym.collect.failures import AttemptFailure, RetryPolicy
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.resume import PriorRun, key_of, load_prior_run
+from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.runner import failure_row
 from rewardgym.config import GymConfig
 from rewardgym.errors import DataError, UsageError
@@ -149,13 +150,20 @@ async def run_reverify(
     """Re-verify every stored rollout through ``urls`` (agent name → resources server URL)."""
     out = out or sys.stdout
     outputs = RunOutputs(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with run_lock(outputs):
+        return await _reverify(settings, urls, outputs, out)
+
+
+async def _reverify(
+    settings: ReverifySettings, urls: Mapping[str, str], outputs: RunOutputs, out: IO[str]
+) -> tuple[DispatchStats, list[dict[str, Any]] | None]:
     existing = [p for p in (outputs.rollouts, outputs.failures) if p.exists() and p.stat().st_size]
     if existing and not (settings.resume or settings.overwrite):
         raise UsageError(f"{existing[0]} exists; pass --overwrite to replace it or --resume to continue it")
     if settings.overwrite and not settings.resume:
         for path in outputs.stale():
             path.unlink(missing_ok=True)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
     responses = _load_responses(settings.rollouts)
     prior = load_prior_run(outputs) if settings.resume else PriorRun()
     results = JsonlAppender(outputs.rollouts)

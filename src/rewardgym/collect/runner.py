@@ -45,6 +45,7 @@ from rewardgym.collect.materialize import MaterializeOptions, iter_materialized
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.progress import CollectionProgress
 from rewardgym.collect.resume import PriorRun, drop_failures, key_of, load_prior_run, pending_rows
+from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import JsonlAppender, atomic_writer, iter_jsonl
@@ -153,8 +154,6 @@ def _prepare(
     A fresh run that is refused (bad input, unknown agent…) leaves the earlier run's files untouched: the
     new materialized file is built aside and only swapped in once every check passed.
     """
-    _check_output_location(settings.output)
-    settings.output.parent.mkdir(parents=True, exist_ok=True)
     if settings.resume:
         if not outputs.materialized.exists():
             raise UsageError(f"cannot resume: no previous run found ({outputs.materialized} does not exist)")
@@ -238,6 +237,20 @@ async def run_collection(
     """
     out = out or sys.stdout
     outputs = RunOutputs(settings.output)
+    _check_output_location(settings.output)
+    settings.output.parent.mkdir(parents=True, exist_ok=True)
+    with run_lock(outputs):
+        return await _collect(settings, outputs, agent_urls, out, headers, on_dispatcher)
+
+
+async def _collect(
+    settings: CollectSettings,
+    outputs: RunOutputs,
+    agent_urls: Mapping[str, str],
+    out: IO[str],
+    headers: Mapping[str, str] | None,
+    on_dispatcher: Callable[[Dispatcher], None] | None,
+) -> CollectSummary:
     total, prior = _prepare(settings, outputs, out, agent_urls)
     resumed_done = len(prior.done)
     if settings.resume:
