@@ -7,22 +7,12 @@ import os
 import random
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import orjson
-import pytest
 
 from tests.collect.agent_stub import StubAgent
 from tests.conftest import REPO_ROOT
-
-
-@pytest.fixture
-async def agent() -> AsyncIterator[StubAgent]:
-    stub = StubAgent()
-    await stub.start()
-    yield stub
-    await stub.stop()
 
 
 def _env() -> dict[str, str]:

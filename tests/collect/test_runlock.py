@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -27,14 +27,6 @@ with run_lock(RunOutputs(Path(sys.argv[1]))):
     print("locked", flush=True)
     sys.stdin.read()
 """
-
-
-@pytest.fixture
-async def agent() -> AsyncIterator[StubAgent]:
-    stub = StubAgent()
-    await stub.start()
-    yield stub
-    await stub.stop()
 
 
 @pytest.fixture

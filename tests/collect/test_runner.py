@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +16,6 @@ from rewardgym.errors import UsageError
 from tests.collect.agent_stub import StubAgent
 
 FAST = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
-
-
-@pytest.fixture
-async def agent() -> AsyncIterator[StubAgent]:
-    stub = StubAgent()
-    await stub.start()
-    yield stub
-    await stub.stop()
 
 
 def _input(tmp_path: Path, stubs: list[dict[str, Any]]) -> Path:

@@ -8,12 +8,10 @@ does it first. Real HTTP stub agent (:mod:`tests.collect.agent_stub`), in-proces
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
@@ -22,14 +20,6 @@ from tests.collect.agent_stub import StubAgent
 from tests.stubs.processes import jsonl_rows, row_key
 
 FAST = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=0.05)
-
-
-@pytest.fixture
-async def agent() -> AsyncIterator[StubAgent]:
-    stub = StubAgent()
-    await stub.start()
-    yield stub
-    await stub.stop()
 
 
 def settings(tmp_path: Path, **kwargs: Any) -> CollectSettings:
