@@ -343,3 +343,12 @@ def test_target_parsing() -> None:
     assert Target.parse("http://example.com").port == 80
     with pytest.raises(ValueError):
         Target.parse("https://example.com/")
+
+
+def test_supported_urls_and_ipv6_host_header() -> None:
+    assert Target.supported("http://127.0.0.1:8000/run")
+    assert not Target.supported("https://api.openai.com/v1")
+    assert not Target.supported("http://user:secret@host/v1")  # credentials: aiohttp's job
+    assert not Target.supported("http://host/caf\u00e9")
+    assert Target.parse("http://[::1]/x").host_header == b"[::1]"
+    assert Target.parse("http://[::1]:81/x").host_header == b"[::1]:81"

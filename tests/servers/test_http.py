@@ -182,3 +182,33 @@ async def test_client_headers_go_with_every_request(stub: Any, fast: HttpClientC
     first, second = app.requests[0]["headers"], app.requests[1]["headers"]
     assert first["x-rewardgym-token"] == "t0k" and first["authorization"] == "Bearer b"
     assert second["x-rewardgym-token"] == "t0k" and "authorization" not in second
+
+
+async def test_compressed_replies_are_decoded_on_both_transports(fast: HttpClientConfig) -> None:
+    """Servers should not compress unasked, but proxies do: the body comes back decoded either way."""
+    import gzip
+    import zlib
+
+    from aiohttp import web
+
+    payload = b'{"ok": true}'
+    bodies = {"gzip": gzip.compress(payload), "deflate": zlib.compress(payload)}
+
+    async def handler(request: web.Request) -> web.Response:
+        kind = request.match_info["kind"]
+        return web.Response(body=bodies[kind], headers={"Content-Encoding": kind})
+
+    app = web.Application()
+    app.router.add_get("/{kind}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with HttpClient(fast) as client:
+            for kind in bodies:
+                reply = await client.get(f"http://127.0.0.1:{port}/{kind}")
+                assert reply.json() == {"ok": True}, kind
+    finally:
+        await runner.cleanup()

@@ -19,7 +19,7 @@ import orjson
 from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status, parse_retry_after
 from rewardgym.protocol import keys
 from rewardgym.servers.errors import error_message
-from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError
+from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
 
 _REASON_CHARS = 500
 
@@ -78,7 +78,7 @@ class AgentClient:
         url = self._urls.get(ref.get("name", ""))
         if url is None:
             raise AttemptFailure(FailureClass.UNKNOWN_AGENT, f"no running agent named {ref.get('name')!r}")
-        if url.startswith("http://"):
+        if Target.supported(url):
             body, status, retry_after = await self._post_h1(url, row)
         else:
             body, status, retry_after = await self._post_aiohttp(url, row)

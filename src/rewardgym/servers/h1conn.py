@@ -67,19 +67,26 @@ class Target:
     target: bytes
     host_header: bytes
 
+    @staticmethod
+    def supported(url: str) -> bool:
+        """Whether ``url`` is one this transport sends: plain ``http://``, ASCII, no credentials in it
+        (anything else — TLS, ``user:pass@``, IRIs — is left to aiohttp)."""
+        if not url.startswith("http://") or not url.isascii():
+            return False
+        return "@" not in urlsplit(url).netloc
+
     @classmethod
     def parse(cls, url: str) -> Target:
         parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
+        if parts.scheme != "http" or not parts.hostname or not url.isascii() or "@" in parts.netloc:
             raise ValueError(f"not a plain http:// URL: {url!r}")
         port = parts.port or 80
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
-        netloc = parts.hostname if parts.port is None else f"{parts.hostname}:{port}"
-        if ":" in parts.hostname and parts.port is not None:  # IPv6 literal
-            netloc = f"[{parts.hostname}]:{port}"
-        return cls(parts.hostname, port, path.encode("ascii"), netloc.encode("idna"))
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6 literal
+        netloc = host if parts.port is None else f"{host}:{port}"
+        return cls(parts.hostname, port, path.encode("ascii"), netloc.encode("ascii"))
 
 
 class Connection(asyncio.Protocol):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+import zlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
@@ -38,7 +39,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError
+from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
 
 if TYPE_CHECKING:  # aiohttp is imported on first use: servers that never call out start faster
     import aiohttp
@@ -94,6 +95,22 @@ class HttpReply:
             raise UpstreamProtocolError(
                 self.url, f"reply is not a valid {model.__name__} ({where}: {first['msg']})"
             ) from None
+
+
+def _decompress(url: str, body: bytes, encoding: str) -> bytes:
+    """``body`` decoded from a ``gzip`` / ``deflate`` content encoding (what aiohttp would undo)."""
+    kind = encoding.strip().lower()
+    try:
+        if kind in ("gzip", "x-gzip"):
+            return zlib.decompress(body, wbits=16 + zlib.MAX_WBITS)
+        if kind == "deflate":
+            try:
+                return zlib.decompress(body)
+            except zlib.error:  # raw deflate, as some servers send it
+                return zlib.decompress(body, wbits=-zlib.MAX_WBITS)
+    except zlib.error as exc:
+        raise UpstreamProtocolError(url, f"reply body is not valid {kind}: {exc}") from None
+    raise UpstreamProtocolError(url, f"reply uses an unsupported content encoding {encoding!r}")
 
 
 def cookie_header(cookies: Mapping[str, str]) -> str:
@@ -232,7 +249,7 @@ class HttpClient:
             send_headers["Cookie"] = cookie_header(cookies)
         statuses = self._retry_statuses if retry_statuses is None else frozenset(retry_statuses)
         attempts = max_attempts or self.config.max_attempts
-        send = self._send_h1 if self.config.fast_http and url.startswith("http://") else self._send_aiohttp
+        send = self._send_h1 if self.config.fast_http and Target.supported(url) else self._send_aiohttp
         failure: Exception | None = None
         for attempt in range(1, attempts + 1):
             delay: float | None = None
@@ -276,7 +293,11 @@ class HttpClient:
             raise UpstreamConnectionError(url, f"ServerDisconnectedError: {exc}") from None
         except H1ProtocolError as exc:
             raise UpstreamProtocolError(url, str(exc)) from None
-        return HttpReply(url, raw.status, raw.body, parse_set_cookies(raw.set_cookies), raw.headers)
+        body = raw.body
+        encoding = raw.headers.get("content-encoding")
+        if encoding and encoding != "identity":  # we never ask for it, but some proxies compress anyway
+            body = _decompress(url, body, encoding)
+        return HttpReply(url, raw.status, body, parse_set_cookies(raw.set_cookies), raw.headers)
 
     async def _send_aiohttp(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str], timeout_s: float | None,
