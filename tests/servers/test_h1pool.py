@@ -234,14 +234,6 @@ async def test_refused_connection() -> None:
     await pool.close()
 
 
-async def test_unresolvable_host_is_flagged() -> None:
-    pool = H1Pool(connect_timeout_s=5)
-    with pytest.raises(H1ConnectError) as info:
-        await pool.request("GET", "http://no-such-host.invalid/")
-    assert info.value.dns_failure
-    await pool.close()
-
-
 async def test_read_timeout_is_inactivity_not_duration() -> None:
     async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Peer) -> None:
         await read_request(reader, peer)
