@@ -81,6 +81,7 @@ async def test_a_second_run_on_the_same_output_is_refused_and_touches_nothing(
     holder.communicate("")  # the other run ends: its lock goes with it
     summary = await run_collection(settings_for(tmp_path, output), {"agent": agent.url}, out=io.StringIO())
     assert summary.stats.succeeded == 2
+    assert not lock_path(RunOutputs(output)).exists()  # a run that ends removes its lock file
 
 
 async def test_a_killed_holder_leaves_no_stale_lock(tmp_path: Path, output: Path, agent: StubAgent) -> None:

@@ -8,7 +8,9 @@ Contract of :func:`run_lock`:
   appending to one rollouts file would interleave their rows and duplicate keys.
 - Holding the lock, it removes the temporary files (``.<name>.*.tmp``) that an atomic write of one of the
   run's outputs left behind when its process was killed mid-write: nobody else can be writing them.
-- The lock file stays (hidden, a few bytes): removing it would let a third run lock a different inode.
+- The lock file is removed when the run ends (while still held; a waiting run that opened the removed file
+  notices and locks the new one), so it is only left behind by a killed run, empty and harmless. Nothing is
+  written into it — the holder's pid is read from ``/proc/locks`` — so a refused run changes no file.
 """
 
 from __future__ import annotations
@@ -32,22 +34,48 @@ def lock_path(outputs: RunOutputs) -> Path:
 def run_lock(outputs: RunOutputs) -> Iterator[None]:
     """Hold the run's lock (see the module docstring)."""
     path = lock_path(outputs)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            holder = lock_holder(os.fstat(fd).st_ino) or "unknown"
+            os.close(fd)
             raise UsageError(
                 f"another collection (pid {holder}) is writing {outputs.rollouts}; wait for it to finish or "
                 "stop it first (two runs on one output would mix their rollouts)"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # the previous holder removed this file as we opened it: lock the one now there
+    try:
         remove_leftover_temp_files(outputs)
         yield
     finally:
-        os.close(fd)  # releases the lock
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # still held: whoever opened this inode meanwhile sees it gone and retries
+        os.close(fd)
+
+
+def lock_holder(inode: int) -> str | None:
+    """The pid holding an ``flock`` on the file with ``inode``, from ``/proc/locks`` (Linux), if known.
+
+    Read from the kernel rather than written into the lock file, so that taking the lock changes no file.
+    """
+    try:
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    for line in table.splitlines():
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 4242 08:01:1312 0 EOF" (a blocked waiter's line has "->" after "1:")
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+            return fields[4]
+    return None
 
 
 def remove_leftover_temp_files(outputs: RunOutputs) -> list[Path]:
