@@ -115,18 +115,15 @@ def main() -> None:
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     proc = psutil.Process(collector.pid)
-    spies = []
+    spies: list[subprocess.Popen[bytes]] = []
     if args.py_spy is not None:
         args.py_spy.mkdir(parents=True, exist_ok=True)
         targets = {"collector": collector.pid, **{n: p.pid for n, p in names.items() if n != "supervisor"}}
-        spies = [
-            subprocess.Popen(
-                [str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
-                 "--output", str(args.py_spy / f"{name}.txt")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            for name, pid in targets.items()
-        ]
+        spy = str(Path(sys.executable).parent / "py-spy")
+        for name, pid in targets.items():
+            command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "200"]
+            command += ["--output", str(args.py_spy / f"{name}.txt")]
+            spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     peak = {"rss": 0}
     samples: list[tuple[float, int]] = []
 
