@@ -15,7 +15,6 @@ import filecmp
 import os
 import resource
 import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -50,31 +49,26 @@ def main() -> None:
     started = time.perf_counter()
     clock = _Clock()
     from rewardgym.profile import output, profiler, reader
-    from rewardgym.profile.tinterval import preload_in_background
     from rewardgym.profile.tuning import Tuning
 
     clock.mark("import")
     inputs, rollouts = args.folder / "bench_materialized_inputs.jsonl", args.folder / "bench.jsonl"
     tuning = Tuning()
-    loading: list[threading.Thread] = []
-    input_columns, result_columns = reader.read_files(
-        inputs, rollouts, tuning, while_reading=lambda: loading.append(preload_in_background())
-    )
-    for thread in loading:
-        thread.join()
-    clock.mark("read + merge (+scipy)")
-    profile = profiler.build_profile(
+    input_columns, result_columns = reader.read_files(inputs, rollouts, tuning)
+    clock.mark("read + merge")
+    part = profiler.prepare_profile(
         input_columns,
         result_columns,
         inputs_path=str(inputs),
         results_path=str(rollouts),
         allow_partial=False,
+        threads=tuning.worker_count(),
     )
-    clock.mark("build_profile")
+    clock.mark("prepare_profile")
     with tempfile.TemporaryDirectory(prefix="profile-phases-", dir=args.folder) as folder:
         paths = output.output_paths(Path(folder) / "bench.jsonl")
-        output.write_outputs(profile, result_columns, paths, inputs, input_columns, tuning)
-        clock.mark("write outputs")
+        output.write_outputs(part, result_columns, paths, inputs, input_columns, tuning)
+        clock.mark("finish + write outputs")
         reference = args.folder / "bench_reward_profiling.jsonl"
         if reference.exists():
             same = filecmp.cmp(reference, paths.reward_profiling, shallow=False)

@@ -13,13 +13,16 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rewardgym.profile import extract
 from rewardgym.profile.scan_inputs import scan_inputs
-from rewardgym.profile.scan_results import scan_results
+from rewardgym.profile.scan_results import results_from_rows, scan_results
 from tests.profile.helpers import REPO
 
 _BODY = b'{"responses_create_params":{"input":[{"role":"user","content":"q"}]},"agent_ref":{"name":"a"},'
@@ -102,10 +105,7 @@ def test_rows_of_different_layouts_keep_their_own_plans(tmp_path: Path) -> None:
     names = [chunk.shapes[s] for s in chunk.shape.tolist()]
     assert names == [("reward", "n"), ("reward",), ("reward", "n"), ("reward", "n2"), ("reward",)]
     assert chunk.values.tolist() == [1.0, 3.0, 0.0, 1.0, 3.5, 1.0, 4.0, 1.0]
-    infos = [
-        orjson.loads(chunk.infos[a:b])
-        for a, b in zip([0, *chunk.info_ends[:-1]], chunk.info_ends, strict=True)
-    ]
+    infos = [orjson.loads(chunk.infos[a:b]) for a, b in zip(chunk.info_start, chunk.info_end, strict=True)]
     assert infos[2] == {
         "rollout_id": "1:0",
         "_ng_task_index": 1,
@@ -115,6 +115,90 @@ def test_rows_of_different_layouts_keep_their_own_plans(tmp_path: Path) -> None:
     }
     assert infos[3]["n2"] == 4
     assert "n2" not in infos[4]
+
+
+_VALUES = st.one_of(
+    st.integers(-(2**63), 2**64 - 1),
+    st.sampled_from([0, 1, -1, 2**53 + 1]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 1.0, 0.5, 1e300, 5e-324]),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=5),
+    st.sampled_from(["%d", "%b", '"}{', "1"]),
+    st.just([1, "x"]),
+    st.just({"a": 1}),
+)
+_TOP_KEYS = ["reward", "score", "passed", "rollout_id", "_private", "mask_sample", "n%d", 'q"uote', "é"]
+_USAGE_KEYS = ["input_tokens", "output_tokens", "_ng_task_index", "reward_tokens", "details", "%s"]
+
+
+@st.composite
+def _rollout_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Rollouts of a few layouts (consecutive rows often share one), with JSON values of every kind."""
+    layouts = draw(
+        st.lists(st.tuples(st.permutations(_TOP_KEYS), st.permutations(_USAGE_KEYS)), min_size=1, max_size=3)
+    )
+    rows = []
+    for position in range(draw(st.integers(1, 12))):
+        top_keys, usage_keys = layouts[draw(st.integers(0, len(layouts) - 1))]
+        row: dict[str, Any] = {}
+        for key in top_keys[: draw(st.integers(0, len(top_keys)))]:
+            row[key] = draw(_VALUES)
+        usage_kind = draw(st.integers(0, 4))
+        if usage_kind:
+            usage = {key: draw(_VALUES) for key in usage_keys[: draw(st.integers(0, len(usage_keys)))]}
+            row["response"] = {"usage": usage} if usage_kind > 1 else {"usage": None}
+        row["_ng_task_index"] = position // 2
+        row["_ng_rollout_index"] = position % 2
+        rows.append(row)
+    return rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rollout_rows())
+def test_the_file_reader_extracts_what_the_definition_says(rows: list[dict[str, Any]]) -> None:
+    """Compiled layout checks, ``%`` record templates and the generic path give ``extract_result``'s
+    metrics and ``orjson.dumps`` of its record, row by row, for files as for in-memory rows."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "r.jsonl"
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+        from_file = scan_results(str(path), 0, path.stat().st_size)
+    parsed = [orjson.loads(orjson.dumps(r)) for r in rows]  # the rows exactly as a file gives them
+    in_memory = results_from_rows(parsed)
+    for chunk in (from_file, in_memory):
+        assert chunk.error is None
+        value_at = 0
+        record = 0
+        for row, shape in zip(parsed, chunk.shape.tolist(), strict=True):
+            if extract.is_masked(row):
+                assert shape == -1
+                continue
+            names, values, info = extract.extract_result(row, row["_ng_task_index"], row["_ng_rollout_index"])
+            assert chunk.shapes[shape] == tuple(names)
+            got = chunk.values[value_at : value_at + len(values)].tolist()
+            assert got == [float(v) for v in values]
+            value_at += len(values)
+            start, end = int(chunk.info_start[record]), int(chunk.info_end[record])
+            assert chunk.infos[start:end] == orjson.dumps(info)
+            record += 1
+
+
+@pytest.mark.parametrize("later", [b"", b"{not json\n"])
+def test_an_index_beyond_64_bits_in_a_row_of_a_known_layout_is_reported_on_its_line(
+    tmp_path: Path, later: bytes
+) -> None:
+    """Rows of the previous row's layout check their indices' range in bulk, when the chunk ends; the
+    error still names the first such line, before any later bad line."""
+    rows = [{"reward": 1.0, "_ng_task_index": t, "_ng_rollout_index": 0} for t in (0, 1, 2**63, 3)]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows) + later)
+    chunk = scan_results(str(path), 0, path.stat().st_size)
+    assert chunk.error is not None
+    assert chunk.error.line == 3
+    assert chunk.error.message == f"'_ng_task_index' is out of the 64-bit integer range: {2**63}"
 
 
 def test_key_names_match_the_protocol() -> None:

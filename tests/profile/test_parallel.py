@@ -18,7 +18,7 @@ from rewardgym.profile import profile_files
 from rewardgym.profile.tuning import Tuning
 from tests.profile.helpers import write_jsonl
 
-PARALLEL = Tuning(workers=2, chunk_bytes=1 << 16, parallel_from=0, parallel_groups=1)
+PARALLEL = Tuning(workers=2, chunk_bytes=1 << 16, parallel_from=0, parallel_groups=1, piece_groups=64)
 SERIAL = Tuning(workers=1)
 
 
@@ -74,7 +74,7 @@ def test_parallel_output_equals_serial_output(tmp_path: Path) -> None:
     assert _outputs(rollouts) == first
     assert first[0].count(b"\n") == serial.task_row_count == parallel.task_row_count == 1500
     assert serial.completion == parallel.completion
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # part files cleaned up
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
 @pytest.mark.parametrize("which", ["inputs", "rollouts"])

@@ -50,6 +50,25 @@ def test_describe_segments_matches_per_segment_numpy(seed: int) -> None:
                 assert (math.isnan(a) and math.isnan(b)) or a == b
 
 
+@pytest.mark.parametrize(("length", "threads"), [(2, 1), (4, 1), (5, 1), (4, 2), (4, 3)])
+def test_describe_segments_of_equal_back_to_back_segments(length: int, threads: int) -> None:
+    """Every task with the same number of rollouts (the usual case, read as a view), the fields shared
+    among threads or not: same digits."""
+    rng = np.random.default_rng(length)
+    lengths = np.full(40, length, dtype=np.int64)
+    values = rng.normal(size=(2, 40 * length))
+    values[0, rng.random(40 * length) < 0.2] = np.nan
+    starts = np.arange(0, 40 * length, length, dtype=np.int64)
+    stats = describe_segments(values, starts, lengths, threads)
+    for g, start in enumerate(starts.tolist()):
+        for f in range(2):
+            n, mean, largest, smallest, median, std = _segment_reference(values[f, start : start + length])
+            got = (stats.mean[g, f], stats.max[g, f], stats.min[g, f], stats.median[g, f], stats.std[g, f])
+            assert stats.count[g, f] == n
+            for a, b in zip(got, (mean, largest, smallest, median, std), strict=True):
+                assert (math.isnan(a) and math.isnan(b)) or a == b
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.floats(-1e12, 1e12, allow_nan=False), min_size=1, max_size=60), st.sampled_from([0.25, 0.75])
@@ -68,6 +87,18 @@ def test_series_stats() -> None:
     assert (one.std, one.sem, one.p25, one.p75) == (0.0, 0.0, 4.5, 4.5)
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 400), st.booleans())
+def test_series_stats_match_numpy_for_short_and_long_series(seed: int, n: int, ties: bool) -> None:
+    """Long series take their order statistics from a partition, short ones from a sort: same digits."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 3, size=n).astype(np.float64) if ties else rng.normal(size=n) * 1e3
+    s = series_stats(x)
+    assert (s.min, s.max) == (float(x.min()), float(x.max()))
+    assert s.median == float(np.median(x))
+    assert (s.p25, s.p75) == (float(np.percentile(x, 25)), float(np.percentile(x, 75)))
+
+
 @pytest.mark.parametrize(("n", "t"), [(2, 12.7062), (3, 4.3027), (500, 1.9647)])
 def test_t_interval_quantiles(n: int, t: float) -> None:
     low, high = t_interval(10.0, 1.0, n)  # type: ignore[misc]
@@ -80,6 +111,24 @@ def test_t_interval_quantiles(n: int, t: float) -> None:
 def test_t_interval_is_scipys_to_the_last_digit(mean: float, sem: float, n: int) -> None:
     expected = scipy_stats.t.interval(0.95, df=n - 1, loc=mean, scale=sem)
     assert t_interval(mean, sem, n) == (float(expected[0]), float(expected[1]))
+
+
+def test_stdtrit_is_loaded_without_the_rest_of_scipy_special() -> None:
+    """The quantile function is scipy's own, loaded cheaply; ``import scipy.special`` still works after
+    it, and gives that very function."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rewardgym.profile.tinterval import t_quantile; q = t_quantile(3, 0.975); "
+        "lean = 'scipy.special' not in sys.modules and 'numpy.f2py' not in sys.modules; "
+        "import scipy.special, scipy.stats; "
+        "from rewardgym.profile import tinterval; "
+        "print(lean, q == float(scipy.stats.t.ppf(0.975, 3)), "
+        "scipy.special.stdtrit is sys.modules['scipy.special._ufuncs'].stdtrit)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]
 
 
 def test_t_interval_edge_cases() -> None:

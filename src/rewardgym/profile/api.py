@@ -18,7 +18,6 @@ Both raise :class:`~rewardgym.errors.DataError` for bad input (file:line, or ``r
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,13 +31,13 @@ from rewardgym.profile.align import CompletionSummary
 from rewardgym.profile.chunks import InputChunk, ResultChunk
 from rewardgym.profile.columns import InputColumns, ResultColumns, merge_inputs, merge_results
 from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX
-from rewardgym.profile.output import OutputPaths, output_paths, row_sample_loader, task_lines, write_outputs
-from rewardgym.profile.profiler import Profile, build_profile
+from rewardgym.profile.lines import RowSamples, task_block
+from rewardgym.profile.output import OutputPaths, output_paths, write_outputs
+from rewardgym.profile.profiler import Profile, build_profile, prepare_profile
 from rewardgym.profile.reader import read_files
 from rewardgym.profile.report import TaskSummary, task_summary
 from rewardgym.profile.scan_inputs import inputs_from_rows
 from rewardgym.profile.scan_results import results_from_rows
-from rewardgym.profile.tinterval import preload_in_background
 from rewardgym.profile.tuning import Tuning
 
 
@@ -79,21 +78,17 @@ def profile_files(
     started = time.perf_counter()
     tuning = tuning or Tuning()
     inputs_path, rollouts_path = Path(inputs), Path(rollouts)
-    loading: list[threading.Thread] = []
-    input_columns, result_columns = read_files(
-        inputs_path, rollouts_path, tuning, while_reading=lambda: loading.append(preload_in_background())
-    )
-    for thread in loading:
-        thread.join()  # before any further fork
-    profile = build_profile(
+    input_columns, result_columns = read_files(inputs_path, rollouts_path, tuning)
+    part = prepare_profile(
         input_columns,
         result_columns,
         inputs_path=str(inputs_path),
         results_path=str(rollouts_path),
         allow_partial=allow_partial,
+        threads=tuning.worker_count(),
     )
     paths = output_paths(rollouts_path)
-    write_outputs(profile, result_columns, paths, inputs_path, input_columns, tuning)
+    profile = write_outputs(part, result_columns, paths, inputs_path, input_columns, tuning)
     return ProfileResult(
         completion=profile.completion,
         masked_rollouts=profile.masked_rollouts,
@@ -127,7 +122,9 @@ def profile_rows(
         input_columns, result_columns, inputs_path="rows", results_path="results", allow_partial=allow_partial
     )
 
-    task_rows = [orjson.loads(line) for line in task_lines(profile, result_columns, row_sample_loader(rows))]
+    task_rows = [
+        orjson.loads(line) for line in task_block(profile.part, result_columns, RowSamples(rows)).splitlines()
+    ]
     return ProfileResult(
         completion=profile.completion,
         masked_rollouts=profile.masked_rollouts,

@@ -68,9 +68,11 @@ class ResultChunk:
     values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     """Metric values of the measured rows, row after row, each in its ``shapes`` order."""
     infos: bytes = b""
-    """Serialized ``rollout_infos`` records of the measured (unmasked) rows, back to back."""
-    info_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    """End offset in ``infos`` of each measured row's record."""
+    """Serialized ``rollout_infos`` records of the measured (unmasked) rows, back to back (in any order)."""
+    info_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Per measured row: where its record starts in ``infos``."""
+    info_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Per measured row: where its record ends in ``infos``."""
     with_outcome: int = 0
     """Rows that carry ``response`` or ``reward`` (a rollouts file has some; a materialized one has none)."""
     error: LineError | None = None

@@ -10,6 +10,9 @@ Contract of :func:`build_profile`:
    ``expected_num_rollouts`` (measured input rows of the task, or of the (task, label) with fan-out);
 6. the agent entries: base statistics, across-repeat aggregates, then — for agents with a masked
    result — the ``coverage/*`` keys, or a coverage-only entry at the end.
+
+Steps 1–5 alone are :func:`prepare_profile` (a :class:`TaskProfile`: all the per-task lines need), step 6
+is :func:`finish_profile`, so the per-task file can be written while step 6 runs.
 """
 
 from __future__ import annotations
@@ -25,20 +28,22 @@ from rewardgym.profile.columns import InputColumns, ResultColumns, measured_tabl
 from rewardgym.profile.grouping import is_fan_out, label_index, row_labels, run_labels
 from rewardgym.profile.statistics import (
     ProfileStatistics,
+    TaskStatistics,
     compute_statistics,
     stat_items,
     stat_keys,
     stat_matrix,
+    task_statistics,
 )
 
 IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class Profile:
-    """Everything computed for one profiling run, ready to be written."""
+class TaskProfile:
+    """Steps 1–5 of :func:`build_profile`: everything the per-task lines need."""
 
-    statistics: ProfileStatistics
+    statistics: TaskStatistics
     completion: CompletionSummary
     masked_rollouts: int
     """Masked results in the whole rollouts file."""
@@ -50,8 +55,32 @@ class Profile:
     """Per task group: the input row used as ``sample``."""
     expected: IntArray
     """Per task group: ``expected_num_rollouts``."""
+    coverage: dict[str, dict[str, int]]
+    """``coverage/*`` per agent name with a masked result."""
+
+    @property
+    def task_groups(self) -> int:
+        return len(self.statistics.tasks)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything computed for one profiling run, ready to be written."""
+
+    part: TaskProfile
+    """The per-task part (see :func:`prepare_profile`)."""
+    statistics: ProfileStatistics
     agent_metrics: list[dict[str, Any]]
     """The agent-level entries, as written to ``<stem>_agent_metrics.json``."""
+
+    @property
+    def completion(self) -> CompletionSummary:
+        return self.part.completion
+
+    @property
+    def masked_rollouts(self) -> int:
+        """Masked results in the whole rollouts file."""
+        return self.part.masked_rollouts
 
     @property
     def repeat_level_metrics(self) -> list[dict[str, Any]]:
@@ -68,7 +97,7 @@ def _distinct_sorted(values: IntArray) -> int:
 
 
 def _expected_per_group(
-    stats: ProfileStatistics, inputs: InputColumns, measured_sorted: IntArray, input_label: IntArray
+    stats: TaskStatistics, inputs: InputColumns, measured_sorted: IntArray, input_label: IntArray
 ) -> IntArray:
     """``expected_num_rollouts`` per task group: measured input rows of its task (or (task, label))."""
     groups = len(stats.tasks)
@@ -127,15 +156,17 @@ def _agent_metrics(stats: ProfileStatistics, coverage: dict[str, dict[str, int]]
     return entries
 
 
-def build_profile(
+def prepare_profile(
     inputs: InputColumns,
     results: ResultColumns,
     *,
     inputs_path: str,
     results_path: str,
     allow_partial: bool,
-) -> Profile:
-    """Align, select the measured subset and compute every statistic (see module doc)."""
+    threads: int = 1,
+) -> TaskProfile:
+    """Steps 1–5 of :func:`build_profile` (see module doc): align, select, group and describe the tasks
+    (the descriptions with ``threads`` threads)."""
     alignment = align(
         (inputs.task, inputs.rollout, inputs.line),
         (results.task, results.rollout, results.line),
@@ -159,11 +190,10 @@ def build_profile(
     input_label = row_labels(inputs.run_key, key_to_label)
     fan_out = is_fan_out(inputs.task[measured_sorted], input_label[measured_sorted])
 
-    table = measured_table(results, result_of_row, input_label[input_of_row], labels)
-    stats = compute_statistics(table, fan_out)
+    table = measured_table(results, result_of_row, input_label[input_of_row], labels, threads)
+    stats = task_statistics(table, fan_out, threads)
     first_rows = stats.tasks.rows[stats.tasks.starts] if len(stats.tasks) else np.zeros(0, np.int64)
-    coverage = _coverage(inputs, results, alignment.results, alignment.inputs)
-    return Profile(
+    return TaskProfile(
         statistics=stats,
         completion=completion,
         masked_rollouts=int(results.masked.sum()),
@@ -171,5 +201,27 @@ def build_profile(
         input_of_row=input_of_row,
         sample_input=input_of_row[first_rows],
         expected=_expected_per_group(stats, inputs, measured_sorted, input_label),
-        agent_metrics=_agent_metrics(stats, coverage),
+        coverage=_coverage(inputs, results, alignment.results, alignment.inputs),
+    )
+
+
+def finish_profile(part: TaskProfile) -> Profile:
+    """Step 6 of :func:`build_profile`: the agent and repeat statistics and the agent entries."""
+    stats = compute_statistics(part.statistics.table, part.statistics.fan_out, part.statistics)
+    return Profile(part=part, statistics=stats, agent_metrics=_agent_metrics(stats, dict(part.coverage)))
+
+
+def build_profile(
+    inputs: InputColumns,
+    results: ResultColumns,
+    *,
+    inputs_path: str,
+    results_path: str,
+    allow_partial: bool,
+) -> Profile:
+    """Align, select the measured subset and compute every statistic (see module doc)."""
+    return finish_profile(
+        prepare_profile(
+            inputs, results, inputs_path=inputs_path, results_path=results_path, allow_partial=allow_partial
+        )
     )

@@ -5,8 +5,9 @@ Contract of :func:`read_files`:
 - a missing, non-regular or unreadable file is a :class:`~rewardgym.errors.DataError` naming the file
   and its option (``--inputs`` / ``--rollouts``);
 - files larger than ``Tuning.parallel_from`` bytes in total are split into chunks read by forked worker
-  processes (each returns compact numpy columns, so the parent never holds parsed rows); smaller ones
-  are read in this process;
+  processes; smaller ones are read in this process. A worker leaves each chunk's compact numpy columns
+  (never parsed rows) in a private spool folder (memory-backed ``/dev/shm`` when it has room) and goes
+  on at once; this process merges the chunks as they arrive, in file order;
 - the first bad line of a file (malformed JSON, blank, not an object, missing or non-integer index, a
   rollout row in the inputs file) is reported as ``<path>:<line>: …`` whichever process read it — the
   inputs file first;
@@ -18,20 +19,27 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
+import pickle
 import stat
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rewardgym.errors import DataError
 from rewardgym.io.jsonl import parse_line
 from rewardgym.profile.chunks import InputChunk, LineError, ResultChunk
-from rewardgym.profile.columns import InputColumns, ResultColumns, merge_inputs, merge_results
+from rewardgym.profile.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
 from rewardgym.profile.scan_inputs import scan_inputs
 from rewardgym.profile.scan_results import scan_results
 from rewardgym.profile.tuning import Tuning
 
 _Chunk = TypeVar("_Chunk", InputChunk, ResultChunk)
+_SPOOL = Path("/dev/shm")
+"""Where workers leave the chunks they read (memory-backed where the system has it)."""
+_SPOOL_ROOM = 1 << 30
+"""Free space ``_SPOOL`` needs for the chunks waiting there (a few times ``Tuning.chunk_bytes``)."""
 
 
 def check_readable(path: Path, option: str) -> int:
@@ -61,17 +69,15 @@ def chunk_ranges(size: int, chunk_bytes: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def _raise_first_error(chunks: Sequence[InputChunk] | Sequence[ResultChunk], path: Path) -> None:
-    before = 0
-    for chunk in chunks:
-        error: LineError | None = chunk.error
-        if error is not None:
-            line = before + error.line
-            if error.message is None:
-                parse_line(error.raw, path, line)  # raises the precise JSON/encoding error
-                raise DataError(f"{path}:{line}: not a JSON object")
-            raise DataError(f"{path}:{line}: {error.message}")
-        before += chunk.lines
+def _line_error(error: LineError, line: int, path: Path) -> DataError:
+    """The message for the bad line ``line`` of ``path``."""
+    if error.message is None:
+        try:
+            parse_line(error.raw, path, line)  # raises the precise JSON/encoding error
+        except DataError as exc:
+            return exc
+        return DataError(f"{path}:{line}: not a JSON object")
+    return DataError(f"{path}:{line}: {error.message}")
 
 
 def _scan_all(
@@ -81,34 +87,98 @@ def _scan_all(
     result_ranges: list[tuple[int, int]],
     workers: int,
     while_reading: Callable[[], object] | None,
-) -> tuple[list[InputChunk], list[ResultChunk]]:
+) -> tuple[InputMerger, ResultMerger]:
+    input_merger = InputMerger(input_ranges[-1][1])
+    result_merger = ResultMerger(result_ranges[-1][1])
     if workers <= 1:
         if while_reading is not None:
             while_reading()
-        return (
-            [scan_inputs(str(inputs), a, b) for a, b in input_ranges],
-            [scan_results(str(rollouts), a, b) for a, b in result_ranges],
+        _check(
+            _fold(
+                (scan_inputs(str(inputs), a, b) for a, b in input_ranges), input_ranges, inputs, input_merger
+            )
         )
+        _check(
+            _fold(
+                (scan_results(str(rollouts), a, b) for a, b in result_ranges),
+                result_ranges,
+                rollouts,
+                result_merger,
+            )
+        )
+        return input_merger, result_merger
     context = multiprocessing.get_context("fork")
-    with context.Pool(workers) as pool:
+    with (
+        tempfile.TemporaryDirectory(prefix="rewardgym-profile-", dir=_spool_folder()) as spool,
+        context.Pool(workers) as pool,
+    ):
         # Rollout chunks are the expensive ones: queue them first so both cores stay busy to the end.
-        result_jobs = [pool.apply_async(scan_results, (str(rollouts), a, b)) for a, b in result_ranges]
-        input_jobs = [pool.apply_async(scan_inputs, (str(inputs), a, b)) for a, b in input_ranges]
+        result_jobs = [
+            pool.apply_async(_spooled, (scan_results, str(rollouts), a, b, spool)) for a, b in result_ranges
+        ]
+        input_jobs = [
+            pool.apply_async(_spooled, (scan_inputs, str(inputs), a, b, spool)) for a, b in input_ranges
+        ]
         if while_reading is not None:
             while_reading()  # the workers exist already: threads started now are not forked
-        input_chunks = _collect(input_jobs, inputs)
-        result_chunks = _collect(result_jobs, rollouts)
-    return input_chunks, result_chunks
+        # Chunks are merged here as they arrive (rollouts first: they are read first), while the workers
+        # read on. A bad inputs line is reported before a bad rollouts line.
+        result_error = _fold(
+            (_unspool(job.get()) for job in result_jobs), result_ranges, rollouts, result_merger
+        )
+        _check(_fold((_unspool(job.get()) for job in input_jobs), input_ranges, inputs, input_merger))
+        _check(result_error)
+    return input_merger, result_merger
 
 
-def _collect(jobs: Sequence[multiprocessing.pool.AsyncResult[_Chunk]], path: Path) -> list[_Chunk]:
-    chunks: list[_Chunk] = []
-    for job in jobs:
-        chunk = job.get()
-        chunks.append(chunk)
+def _spool_folder() -> str | None:
+    """Memory-backed ``/dev/shm`` when it has room to spare (a container's may hold only 64 MiB), else the
+    system's temporary folder."""
+    try:
+        info = os.statvfs(_SPOOL)
+    except OSError:
+        return None
+    return str(_SPOOL) if info.f_bavail * info.f_frsize >= _SPOOL_ROOM else None
+
+
+def _spooled(scan: Callable[[str, int, int], _Chunk], path: str, start: int, end: int, spool: str) -> str:
+    """Worker: scan a chunk and leave it, pickled, in a file of ``spool``; return the file's name.
+
+    Handing the chunk back through the pool's pipe would keep the worker waiting until this process
+    has read all of it; a file lets the worker go on with its next chunk at once."""
+    chunk = scan(path, start, end)
+    descriptor, name = tempfile.mkstemp(suffix=".chunk", dir=spool)
+    with os.fdopen(descriptor, "wb") as handle:
+        pickle.dump(chunk, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    return name
+
+
+def _unspool(name: str) -> Any:
+    with open(name, "rb") as handle:
+        chunk = pickle.load(handle)
+    os.unlink(name)
+    return chunk
+
+
+def _check(error: DataError | None) -> None:
+    if error is not None:
+        raise error
+
+
+def _fold(
+    chunks: Iterable[_Chunk],
+    ranges: list[tuple[int, int]],
+    path: Path,
+    merger: InputMerger | ResultMerger,
+) -> DataError | None:
+    """Merge the chunks (of these byte ranges), in file order, up to the first bad line: its error (with
+    its line number in the file) is returned."""
+    for chunk, (start, end) in zip(chunks, ranges, strict=False):
         if chunk.error is not None:
-            _raise_first_error(chunks, path)  # earlier chunks are complete: the line number is exact
-    return chunks
+            # Every earlier chunk is complete, so its line count is exact.
+            return _line_error(chunk.error, merger.lines + chunk.error.line, path)
+        merger.add(chunk, end - start)  # type: ignore[arg-type]
+    return None
 
 
 def read_files(
@@ -127,7 +197,7 @@ def read_files(
     if count > 1:
         # Smaller chunks than the target when needed, so every worker gets several.
         chunk_bytes = max(1 << 16, min(chunk_bytes, (input_size + result_size) // (4 * count) or 1))
-    input_chunks, result_chunks = _scan_all(
+    input_merger, result_merger = _scan_all(
         inputs,
         rollouts,
         chunk_ranges(input_size, chunk_bytes),
@@ -135,12 +205,9 @@ def read_files(
         count,
         while_reading,
     )
-    _raise_first_error(input_chunks, inputs)
-    _raise_first_error(result_chunks, rollouts)
-    result_rows = sum(len(c.task) for c in result_chunks)
-    if result_rows and not any(c.with_outcome for c in result_chunks):
+    if result_merger.rows and not result_merger.with_outcome:
         raise DataError(
             f"'{rollouts}' (--rollouts) has no 'response' or 'reward' in any row: it looks like a "
             "materialized inputs file, not rollouts (did you swap --inputs and --rollouts?)"
         )
-    return merge_inputs(input_chunks), merge_results(result_chunks)
+    return input_merger.result(), result_merger.result()

@@ -98,8 +98,9 @@ class _Inputs:
         self.parsed_run: list[int] = []
         self.parsed_sample: list[int] = []
         """Per parsed row: leading bytes of its line that, closed by ``}``, are its ``sample`` (or -1)."""
-        self.source: list[int] = []
-        """Per row: the parsed row whose task, agent, run key and sample it has."""
+        self.parsed_at: list[int] = []
+        """Per parsed row: its position among the rows (the rows after it, up to the next parsed row, are
+        the same row with another rollout index)."""
         self.rollout: list[int] = []
         self.length: list[int] = []
         """Per row: its byte length, newline included (rows are contiguous, so offsets follow)."""
@@ -127,7 +128,7 @@ class _Inputs:
         if self.check_role and looks_like_rollout(row):
             return LineError(self.lines, raw, _role_problem(row))
         agent, run_key = row_identity(row)
-        self.source.append(len(self.parsed_task))
+        self.parsed_at.append(len(self.rollout))
         self.parsed_task.append(key[0])
         self.parsed_agent.append(self._id(agent))
         self.parsed_run.append(self._id(run_key))
@@ -140,7 +141,11 @@ class _Inputs:
         def numbers(values: list[int], dtype: type[np.generic]) -> np.ndarray:
             return np.array(values, dtype=dtype) if values else np.zeros(0, dtype)
 
-        source = numbers(self.source, np.int64)
+        rows = len(self.rollout)
+        source = np.repeat(
+            np.arange(len(self.parsed_at), dtype=np.int64),
+            np.diff(np.append(numbers(self.parsed_at, np.int64), rows)),
+        )
         length = numbers(self.length, np.int64)
         if offsets is None:
             offsets = self.first_offset + np.concatenate(([0], np.cumsum(length)[:-1])).astype(np.int64)
@@ -158,15 +163,18 @@ class _Inputs:
         )
 
 
+_TAILS = {b"%d}\n" % n: n for n in range(1 << 12)}
+"""The usual tails ``N}\n`` of a quick line, with their rollout index."""
+
+
 def scan_inputs(path: str, start: int, end: int) -> InputChunk:
     """Read the materialized-input rows that begin in ``[start, end)`` of ``path``."""
     loads = orjson.loads
+    tails = _TAILS
     head = b""
     """The last fully parsed line up to and including ``,"_ng_rollout_index":`` (empty: no quick path)."""
     cut = -1
     digits_at = 0
-    current = 0
-    lines = 0
     with gc_paused(), open(path, "rb", buffering=1 << 20) as handle:
         first = first_line_start(handle, start)
         inputs = _Inputs(check_role=True, first_offset=first or 0)
@@ -174,40 +182,28 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
             return inputs.build(None)
         handle.seek(first)
         position = first
-        source_append, rollout_append, length_append = (
-            inputs.source.append,
-            inputs.rollout.append,
-            inputs.length.append,
-        )
+        rollout_append, length_append = inputs.rollout.append, inputs.length.append
         for line in handle:
-            lines += 1
             size = len(line)
             position += size
             if head and line.startswith(head):
-                # The usual tail ``N}\n``, N plain decimal digits; anything else is parsed by orjson.
-                digits = line[digits_at:-2]
-                if (
-                    line.endswith(b"}\n")
-                    and digits.isdigit()
-                    and len(digits) <= 18
-                    and (digits[0] != 48 or len(digits) == 1)
-                ):
-                    rollout: int | None = int(digits)
-                else:
-                    rollout = _tail_index(line[cut + 1 :])
+                rollout = tails.get(line[digits_at:])
+                if rollout is None:
+                    # An unusual tail (CRLF, spaces, a last line without newline, a large or signed
+                    # number): exact rules, and anything that is not just ``N}`` is parsed by orjson.
+                    rollout = _tail_value(line, cut)
                 if rollout is not None:
-                    source_append(current)
                     rollout_append(rollout)
                     length_append(size)
                     if position >= end:
                         break
                     continue
             head = b""
-            inputs.lines = lines
+            inputs.lines = len(inputs.rollout) + 1
             try:
                 row = loads(line)
             except orjson.JSONDecodeError:
-                return inputs.build(LineError(lines, line))
+                return inputs.build(LineError(inputs.lines, line))
             sample = -1
             found = line.rfind(_ROLLOUT_KEY)
             if found > 0 and type(row) is dict and _tail_value(line, found) == row.get(ROLLOUT_INDEX):
@@ -217,10 +213,9 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
             problem = inputs.add(row, line, size, sample)
             if problem is not None:
                 return inputs.build(problem)
-            current = len(inputs.parsed_task) - 1
             if position >= end:
                 break
-    inputs.lines = lines
+    inputs.lines = len(inputs.rollout)
     return inputs.build(None)
 
 
@@ -234,4 +229,4 @@ def inputs_from_rows(rows: Iterable[Any]) -> InputChunk:
             break
     else:
         problem = None
-    return inputs.build(problem, offsets=np.arange(len(inputs.source), dtype=np.int64))
+    return inputs.build(problem, offsets=np.arange(len(inputs.rollout), dtype=np.int64))

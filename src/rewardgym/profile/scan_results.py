@@ -6,10 +6,12 @@ in the order of its field-name tuple) and its serialized ``rollout_infos`` recor
 or lacks an integer key stops the chunk with a :class:`~rewardgym.profile.chunks.LineError`.
 
 :func:`scan_results` is the hottest loop of the profiler (one pass per rollout), so it is written for
-speed: one row at a time (the parsed row stays in cache), typed arrays and one byte buffer instead of
-per-row Python objects, the cyclic garbage collector paused (the loop creates no cycles), and rows whose
-layout equals the previous row's reuse its compiled plan (see :mod:`rewardgym.profile.plans`).
-:func:`results_from_rows` applies the same rules to in-memory rows with a plain loop.
+speed: one row at a time (the parsed row stays in cache), plain lists and one byte buffer instead of
+per-row Python objects, the cyclic garbage collector paused (the loop creates no cycles). A row of the
+previous row's layout is handled entirely by that layout's compiled function (``Plan.bind``, see
+:mod:`rewardgym.profile.plans`): the loop only parses it. Its indices' 64-bit range is checked when the
+key lists become arrays; the first index out of range is reported on its own line, before any later
+error. :func:`results_from_rows` applies the same rules to in-memory rows with a plain loop.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import orjson
 
 from rewardgym.profile.chunks import LineError, ResultChunk, first_line_start, gc_paused
 from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX, KeyProblem, is_masked, row_key
-from rewardgym.profile.plans import Plan, plan_for, usage_of
+from rewardgym.profile.plans import Fast, Plan, plan_for, usage_of
 
 _LOW = -(2**63)
 _HIGH = 2**63 - 1
@@ -44,26 +46,42 @@ class _Output:
         self.shape_index: dict[tuple[str, ...], int] = {}
         self.plans: dict[Any, Plan] = {}
         self.with_outcome = 0
+        self.outcome = [0]
+        """Rows with ``response`` or ``reward`` counted by the compiled fast paths."""
 
     def shape_of(self, names: tuple[str, ...]) -> int:
         return self.shape_index.setdefault(names, len(self.shape_index))
+
+    def _range_error(self) -> LineError:
+        """The first row whose index is outside the 64-bit range (rows are the chunk's lines, in order)."""
+        for position, (task, rollout) in enumerate(zip(self.tasks, self.rollouts, strict=True)):
+            if not (_LOW <= task <= _HIGH and _LOW <= rollout <= _HIGH):
+                key = row_key({TASK_INDEX: task, ROLLOUT_INDEX: rollout})
+                return LineError(position + 1, b"", key.message if isinstance(key, KeyProblem) else None)
+        raise AssertionError("no index is out of range")  # pragma: no cover - called on OverflowError only
 
     def build(self, lines: int, error: LineError | None) -> ResultChunk:
         def numbers(values: list[Any], dtype: type[np.generic]) -> np.ndarray:
             return np.array(values, dtype=dtype) if values else np.zeros(0, dtype)
 
+        try:
+            tasks, rollouts = numbers(self.tasks, np.int64), numbers(self.rollouts, np.int64)
+        except OverflowError:  # an index beyond 64 bits, on an earlier line than ``error``
+            return ResultChunk(lines=lines, error=self._range_error())
         shape_ids = numbers(self.shapes, np.int32)
+        info_end = numbers(self.info_ends, np.int64)
         return ResultChunk(
             lines=lines,
-            task=numbers(self.tasks, np.int64),
-            rollout=numbers(self.rollouts, np.int64),
+            task=tasks,
+            rollout=rollouts,
             masked=shape_ids < 0,
             shape=shape_ids,
             shapes=list(self.shape_index),
             values=numbers(self.values, np.float64),
             infos=bytes(self.infos),
-            info_ends=numbers(self.info_ends, np.int64),
-            with_outcome=self.with_outcome,
+            info_start=np.concatenate(([0], info_end[:-1])).astype(np.int64),
+            info_end=info_end,
+            with_outcome=self.with_outcome + self.outcome[0],
             error=error,
         )
 
@@ -80,10 +98,9 @@ def scan_results(path: str, start: int, end: int) -> ResultChunk:
     values_extend, ends_append, infos = out.values.extend, out.info_ends.append, out.infos
     plans = out.plans
     loads = orjson.loads
-    last_layout: Any = None
-    apply: Any = None
-    plan: Plan | None = None
-    shape = -1
+    bound: dict[Any, Fast] = {}
+    """The fast path of each layout met in this chunk, bound to the chunk's outputs."""
+    fast: Fast | None = None
     with_outcome = 0
     count = 0
     error: LineError | None = None
@@ -92,6 +109,8 @@ def scan_results(path: str, start: int, end: int) -> ResultChunk:
         if position is not None and position < end:
             handle.seek(position)
             for line in handle:
+                if position >= end:
+                    break  # this line begins in the next chunk (the last line of ours may run past ``end``)
                 count += 1
                 position += len(line)
                 try:
@@ -102,6 +121,8 @@ def scan_results(path: str, start: int, end: int) -> ResultChunk:
                 if type(row) is not dict:
                     error = LineError(count, line)
                     break
+                if fast is not None and fast(row):
+                    continue  # the previous row's layout: the compiled plan did all of the row's work
                 task = row.get(TASK_INDEX)
                 rollout = row.get(ROLLOUT_INDEX)
                 if (
@@ -114,42 +135,41 @@ def scan_results(path: str, start: int, end: int) -> ResultChunk:
                         error = key
                         break
                     task, rollout = key
-                if "response" in row or "reward" in row:
-                    with_outcome += 1
+                if row.get("mask_sample") and is_masked(row):
+                    with_outcome += "response" in row or "reward" in row
+                    tasks_append(task)
+                    rollouts_append(rollout)
+                    shapes_append(-1)
+                    continue
+                # Not the previous row's layout: find (or make) the plan of this one.
+                response = row.get("response")
+                usage = response.get("usage") if type(response) is dict else None
+                # One flat tuple (keys, their value types, usage keys, their types) is cheaper to build and
+                # compare than four; it is unambiguous because keys are strings and types are not.
+                if type(usage) is dict and usage:
+                    layout: Any = (*row, *map(type, row.values()), *usage, *map(type, usage.values()))
+                else:
+                    usage = None
+                    layout = (*row, *map(type, row.values()))
+                plan = plans.get(layout)
+                if plan is None:
+                    plan = plans[layout] = plan_for(row, usage)
+                if plan.bind is not None:
+                    fast = bound.get(layout)
+                    if fast is None:
+                        fast = bound[layout] = plan.bind(out)
+                    if not fast(row):  # pragma: no cover - the plan was made for this very row
+                        raise AssertionError("a row does not match the plan made for its layout")
+                    continue
+                fast = None
+                with_outcome += "response" in row or "reward" in row
                 tasks_append(task)
                 rollouts_append(rollout)
-                if row.get("mask_sample") and is_masked(row):
-                    shapes_append(-1)
-                else:
-                    response = row.get("response")
-                    usage = response.get("usage") if type(response) is dict else None
-                    # One flat tuple (keys, their value types, usage keys, their types) is cheaper to
-                    # build and compare than four; it is unambiguous because keys are strings and types
-                    # are not.
-                    if type(usage) is dict and usage:
-                        layout: Any = (*row, *map(type, row.values()), *usage, *map(type, usage.values()))
-                    else:
-                        usage = None
-                        layout = (*row, *map(type, row.values()))
-                    if layout != last_layout:
-                        plan = plans.get(layout)
-                        if plan is None:
-                            plan = plans[layout] = plan_for(row, usage)
-                        last_layout, apply = layout, plan.apply
-                        if plan.names is not None:
-                            shape = out.shape_of(plan.names)
-                    if apply is None:
-                        assert plan is not None
-                        names, row_values, info = plan.generic(row, task, rollout)
-                        shapes_append(out.shape_of(names))
-                    else:
-                        row_values, info = apply(row, usage, task, rollout)
-                        shapes_append(shape)
-                    values_extend(row_values)
-                    infos += info
-                    ends_append(len(infos))
-                if position >= end:
-                    break
+                names, row_values, info = plan.generic(row, task, rollout)
+                shapes_append(out.shape_of(names))
+                values_extend(row_values)
+                infos += info
+                ends_append(len(infos))
     out.with_outcome = with_outcome
     return out.build(count, error)
 

@@ -1,6 +1,7 @@
 """The statistics layer: a pure function from the measured rollout table to every profile statistic.
 
-Contract: :func:`compute_statistics(table, fan_out)` returns a :class:`ProfileStatistics` holding
+Contract: :func:`compute_statistics(table, fan_out)` returns a :class:`ProfileStatistics` holding (its
+per-task part alone: :func:`task_statistics`, a :class:`TaskStatistics`)
 
 - ``tasks``: one group per task index (per (task, label) with ``fan_out``; rows without a label then
   belong to no group), ordered by task then label, with NeMo Gym's ``describe`` statistics — mean, max,
@@ -89,11 +90,13 @@ def _segments(sorted_keys: IntArray) -> tuple[IntArray, IntArray]:
     return starts, lengths
 
 
-def _grouped(table: RolloutTable, rows: IntArray, starts: IntArray, lengths: IntArray) -> Groups:
+def _grouped(
+    table: RolloutTable, rows: IntArray, starts: IntArray, lengths: IntArray, threads: int = 1
+) -> Groups:
     values = table.values if len(rows) == table.rows and np.array_equal(rows, np.arange(table.rows)) else None
     if values is None:
         values = np.ascontiguousarray(table.values[:, rows])
-    stats = describe_segments(values, starts, lengths)
+    stats = describe_segments(values, starts, lengths, threads)
     # NeMo Gym: when a group's std is undefined for every field (e.g. one rollout), the fields with a
     # value in every row of the group get std 0 instead.
     all_undefined = np.asarray(np.isnan(stats.std).all(axis=1), dtype=np.bool_)
@@ -102,8 +105,24 @@ def _grouped(table: RolloutTable, rows: IntArray, starts: IntArray, lengths: Int
     return Groups(rows=rows, starts=starts, lengths=lengths, stats=stats)
 
 
-def compute_statistics(table: RolloutTable, fan_out: bool) -> ProfileStatistics:
-    """All statistics of the measured table (see module doc)."""
+@dataclass(frozen=True)
+class TaskStatistics:
+    """The per-task part of :class:`ProfileStatistics` (what the per-task lines need)."""
+
+    table: RolloutTable
+    fan_out: bool
+    tasks: Groups
+    task_of_group: IntArray
+    label_of_group: IntArray
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.table.fields
+
+
+def task_statistics(table: RolloutTable, fan_out: bool, threads: int = 1) -> TaskStatistics:
+    """The task groups of the measured table and their statistics (see module doc), computed by
+    ``threads`` threads."""
     if fan_out:
         keep = np.flatnonzero(table.label >= 0)
         rows = keep[np.lexsort((table.label[keep], table.task[keep]))].astype(np.int64)
@@ -120,9 +139,17 @@ def compute_statistics(table: RolloutTable, fan_out: bool) -> ProfileStatistics:
         rows = np.arange(table.rows, dtype=np.int64)
         starts, lengths = _segments(table.task)
         label_of_group = np.full(len(starts), -1, dtype=np.int64)
-    tasks = _grouped(table, rows, starts, lengths)
+    tasks = _grouped(table, rows, starts, lengths, threads)
     task_of_group = table.task[rows[starts]] if len(rows) else np.zeros(0, np.int64)
+    return TaskStatistics(table, fan_out, tasks, task_of_group, label_of_group)
 
+
+def compute_statistics(
+    table: RolloutTable, fan_out: bool, tasks: TaskStatistics | None = None
+) -> ProfileStatistics:
+    """All statistics of the measured table (see module doc); ``tasks``: its task part, if computed."""
+    if tasks is None:
+        tasks = task_statistics(table, fan_out)
     labelled = np.flatnonzero(table.label >= 0)
     agent_rows = labelled[np.argsort(table.label[labelled], kind="stable")].astype(np.int64)
     agent_starts, agent_lengths = _segments(table.label[agent_rows])
@@ -133,9 +160,9 @@ def compute_statistics(table: RolloutTable, fan_out: bool) -> ProfileStatistics:
     return ProfileStatistics(
         table=table,
         fan_out=fan_out,
-        tasks=tasks,
-        task_of_group=task_of_group,
-        label_of_group=label_of_group,
+        tasks=tasks.tasks,
+        task_of_group=tasks.task_of_group,
+        label_of_group=tasks.label_of_group,
         agents=agents,
         agent_of_group=agent_of_group,
         repeat_level=repeat_level,

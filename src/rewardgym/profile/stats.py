@@ -18,14 +18,21 @@ the size of one column.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from rewardgym.profile.threads import run_all
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+_SORT_UP_TO = 64
+"""Longer segments and series get their order statistics from ``np.partition`` instead of a sort."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,11 @@ def _segment_block(column: FloatArray, starts: IntArray, length: int) -> FloatAr
     if length == 1:
         block: FloatArray = column[starts][:, None]
         return block
+    first = int(starts[0])
+    if len(starts) > 1 and bool((np.diff(starts) == length).all()):
+        # Back-to-back segments (every task with the same number of rollouts): a view, no gather.
+        view: FloatArray = column[first : first + len(starts) * length].reshape(len(starts), length)
+        return view
     index = starts[:, None] + np.arange(length, dtype=np.int64)
     gathered: FloatArray = column[index]
     return gathered
@@ -75,49 +87,82 @@ def _describe_block(
         var = np.sum(squares, axis=1) / np.where(dof > 0, dof, 1)
     std = np.where(dof > 0, np.sqrt(np.where(dof > 0, var, 0.0)), np.nan)
     mean = np.where(count > 0, mean, np.nan)
-    ordered = np.sort(block, axis=1)  # NaN sorts last
-    rows = np.arange(block.shape[0])
-    last = np.maximum(count - 1, 0)
-    low = ordered[rows, np.maximum(count - 1, 0) // 2]
-    high = ordered[rows, np.minimum(count // 2, block.shape[1] - 1)]
+    low, high, smallest, largest = _order_statistics(block, count)
     even = count % 2 == 0
     median = np.where(even, (np.add(0.0, low) + high) / 2, low)
     median = np.where(count > 0, median, np.nan)
-    smallest = np.where(count > 0, ordered[:, 0], np.nan)
-    largest = np.where(count > 0, ordered[rows, last], np.nan)
+    smallest = np.where(count > 0, smallest, np.nan)
+    largest = np.where(count > 0, largest, np.nan)
     return count.astype(np.int64), mean, largest, smallest, median, std
 
 
-def describe_segments(values: FloatArray, starts: IntArray, lengths: IntArray) -> SegmentStats:
-    """pandas ``describe``-style statistics of each contiguous row segment, for every field."""
+def _order_statistics(
+    block: FloatArray, count: IntArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Per row of a ``(segments, length)`` block with ``count`` present values each (NaN = absent): the
+    lower and upper middle values, the smallest and the largest (undefined where count is 0).
+
+    Short segments (many of them) are sorted row-wise at once; long ones (few) are selected with
+    ``np.partition`` on their present values, which finds the same values without a full sort."""
+    segments, length = block.shape
+    if length <= _SORT_UP_TO:
+        ordered = np.sort(block, axis=1)  # NaN sorts last
+        rows = np.arange(segments)
+        low = ordered[rows, np.maximum(count - 1, 0) // 2]
+        high = ordered[rows, np.minimum(count // 2, length - 1)]
+        return low, high, ordered[:, 0], ordered[rows, np.maximum(count - 1, 0)]
+    out = np.full((4, segments), np.nan)
+    for row, present in enumerate(count.tolist()):
+        if present == 0:
+            continue
+        values = block[row]
+        if present < length:
+            values = values[~np.isnan(values)]
+        middle = sorted({(present - 1) // 2, present // 2, 0, present - 1})
+        part = np.partition(values, middle)
+        out[:, row] = part[(present - 1) // 2], part[present // 2], part[0], part[present - 1]
+    return out[0], out[1], out[2], out[3]
+
+
+def describe_segments(
+    values: FloatArray, starts: IntArray, lengths: IntArray, threads: int = 1
+) -> SegmentStats:
+    """pandas ``describe``-style statistics of each contiguous row segment, for every field; with
+    ``threads > 1`` the fields are shared among that many threads (numpy releases the GIL in its loops,
+    and each field is computed alone, so the digits are the same)."""
     n_fields = values.shape[0]
     n_segments = len(starts)
     shape = (n_segments, n_fields)
-    count = np.zeros(shape, dtype=np.int64)
-    mean = np.full(shape, np.nan)
-    largest = np.full(shape, np.nan)
-    smallest = np.full(shape, np.nan)
-    median = np.full(shape, np.nan)
-    std = np.full(shape, np.nan)
+    out = SegmentStats(
+        np.zeros(shape, dtype=np.int64),
+        np.full(shape, np.nan),
+        np.full(shape, np.nan),
+        np.full(shape, np.nan),
+        np.full(shape, np.nan),
+        np.full(shape, np.nan),
+    )
     if n_segments == 0 or n_fields == 0:
-        return SegmentStats(count, mean, largest, smallest, median, std)
+        return out
     members = np.argsort(lengths, kind="stable")
     ordered = lengths[members]
-    cuts = np.concatenate(([0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [len(ordered)]))
-    for position in range(len(cuts) - 1):
-        segs = members[cuts[position] : cuts[position + 1]]
-        length = int(ordered[cuts[position]])
-        seg_starts = starts[segs]
-        for field in range(n_fields):
-            block = _segment_block(values[field], seg_starts, length)
-            c, m, hi, lo, med, sd = _describe_block(block)
-            count[segs, field] = c
-            mean[segs, field] = m
-            largest[segs, field] = hi
-            smallest[segs, field] = lo
-            median[segs, field] = med
-            std[segs, field] = sd
-    return SegmentStats(count, mean, largest, smallest, median, std)
+    cuts = np.concatenate(([0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [len(ordered)])).tolist()
+    classes = [(members[a:b], int(ordered[a])) for a, b in itertools.pairwise(cuts)]
+
+    def describe(fields: range) -> None:
+        for segs, length in classes:
+            seg_starts = starts[segs]
+            for field in fields:
+                c, m, hi, lo, med, sd = _describe_block(_segment_block(values[field], seg_starts, length))
+                out.count[segs, field] = c
+                out.mean[segs, field] = m
+                out.max[segs, field] = hi
+                out.min[segs, field] = lo
+                out.median[segs, field] = med
+                out.std[segs, field] = sd
+
+    threads = max(1, min(threads, n_fields))
+    run_all([functools.partial(describe, range(i, n_fields, threads)) for i in range(threads)])
+    return out
 
 
 @dataclass(frozen=True)
@@ -145,7 +190,9 @@ class SeriesStats:
 
 
 def linear_quantile(ordered: FloatArray, q: float) -> float:
-    """``numpy.percentile(x, 100 * q)``, linear method, of a sorted, NaN-free array (same digits)."""
+    """``numpy.percentile(x, 100 * q)``, linear method (same digits), of a NaN-free array that holds, at
+    positions ``⌊(n − 1)q⌋``, the next one and ``n − 1``, the values a sort would put there (a sorted
+    array, or one partitioned at those positions)."""
     n = int(ordered.shape[0])
     virtual = (n - 1) * q
     if virtual >= n - 1:
@@ -172,8 +219,13 @@ def series_stats(values: FloatArray) -> SeriesStats:
         std = float(np.sqrt(var))
     else:
         std = 0.0
-    ordered = np.sort(x)
     middle = n // 2
+    needed = {0, n - 1, middle, max(middle - 1, 0)}
+    for q in (0.25, 0.75):
+        previous = math.floor((n - 1) * q)
+        needed.update((previous, min(previous + 1, n - 1)))
+    # The order statistics that the median and the quartiles read, without a full sort.
+    ordered = np.partition(x, sorted(needed)) if n > _SORT_UP_TO else np.sort(x)
     median = (
         float(ordered[middle]) if n % 2 else (0.0 + float(ordered[middle - 1]) + float(ordered[middle])) / 2
     )

@@ -4,15 +4,20 @@ Contract: :func:`t_interval(mean, sem, n)` is ``None`` for ``n <= 1``; ``(mean, 
 ``UserWarning`` ("Standard error is 0 (all <n> values are identical) -- …") when ``sem == 0``; otherwise
 ``scipy.stats.t.interval(0.95, df=n-1, loc=mean, scale=sem)``, computed as scipy computes it
 (``stdtrit(df, q) * scale + loc`` at ``q = (1 - 0.95) / 2`` and ``(1 + 0.95) / 2``), so the digits match.
-The interval is not clipped. scipy is imported on first use (``scipy.special`` only, ~0.2 s).
+The interval is not clipped. scipy's ``stdtrit`` is loaded on first use, without the rest of
+``scipy.special`` (≈ 0.05 s instead of ≈ 0.45 s, see :func:`_stdtrit_alone`).
 """
 
 from __future__ import annotations
 
-import threading
+import importlib
+import importlib.util
+import sys
+import types
 import warnings
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 CONFIDENCE = 0.95
 
@@ -24,7 +29,15 @@ SEM_ZERO_WARNING = (
 
 @cache
 def _quantile_function() -> Callable[[float, float], float]:
-    from scipy.special import stdtrit  # type: ignore[import-untyped]
+    special = sys.modules.get("scipy.special")
+    stdtrit: Any
+    if special is not None:
+        stdtrit = special.stdtrit
+    else:
+        try:
+            stdtrit = _stdtrit_alone()
+        except Exception:  # pragma: no cover - a scipy whose compiled module needs its package first
+            stdtrit = importlib.import_module("scipy.special").stdtrit
 
     def quantile(df: float, q: float) -> float:
         return float(stdtrit(df, q))
@@ -32,11 +45,22 @@ def _quantile_function() -> Callable[[float, float], float]:
     return quantile
 
 
-def preload_in_background() -> threading.Thread:
-    """Import scipy in a thread (the profiler does this while worker processes read the files)."""
-    thread = threading.Thread(target=_quantile_function, name="scipy-preload", daemon=True)
-    thread.start()
-    return thread
+def _stdtrit_alone() -> Any:
+    """``scipy.special.stdtrit`` without running ``scipy/special/__init__.py``, which loads scipy's
+    array-API layer and through it numpy.f2py, numpy.testing and more (≈ 0.4 s of CPU; this takes ≈ 0.03 s):
+    the compiled module that defines it is imported under a bare stand-in for its package, removed again
+    at once — so a later ``import scipy.special`` runs as usual, and finds this very module."""
+    spec = importlib.util.find_spec("scipy.special")
+    if spec is None or spec.submodule_search_locations is None:
+        raise ImportError("scipy.special not found")
+    stand_in = types.ModuleType("scipy.special")
+    stand_in.__path__ = list(spec.submodule_search_locations)
+    sys.modules["scipy.special"] = stand_in
+    try:
+        return importlib.import_module("scipy.special._ufuncs").stdtrit
+    finally:
+        if sys.modules.get("scipy.special") is stand_in:
+            del sys.modules["scipy.special"]
 
 
 def t_quantile(df: float, q: float) -> float:

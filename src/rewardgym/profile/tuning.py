@@ -26,6 +26,8 @@ class Tuning:
     """Total input size from which the files are read by workers."""
     parallel_groups: int = 20_000
     """Per-task rows from which ``<stem>_reward_profiling.jsonl`` is produced by workers."""
+    piece_groups: int = 2048
+    """Per-task rows in one piece of ``<stem>_reward_profiling.jsonl`` when it is written by workers."""
 
     def worker_count(self) -> int:
         """The number of worker processes to use."""
