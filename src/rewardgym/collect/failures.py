@@ -15,6 +15,8 @@ from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from time import time
 
+from rewardgym.servers.errors import UPSTREAM_AUTH_KIND, error_kind
+
 
 class FailureClass(StrEnum):
     TIMEOUT = "timeout"
@@ -63,7 +65,7 @@ class AttemptFailure(Exception):
 
 def classify_status(status: int, body: str) -> FailureClass:
     """Failure class of a non-2xx ``/run`` answer."""
-    if '"upstream_auth_error"' in body:  # the error type our servers give a refused upstream key
+    if error_kind(body) == UPSTREAM_AUTH_KIND:  # the error type our servers give a refused upstream key
         return FailureClass.UPSTREAM_AUTH
     if status == 429:
         return FailureClass.RATE_LIMITED
