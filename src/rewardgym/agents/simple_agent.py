@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
@@ -119,8 +119,6 @@ def invalid_arguments_output(exc: Exception) -> str:
 @register("responses_api_agents", "simple_agent")
 class SimpleAgent(BaseServer[SimpleAgentConfig]):
     """The reference agent; see the module docstring."""
-
-    config_class: ClassVar[type[ServerConfig]] = SimpleAgentConfig
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

@@ -3,7 +3,8 @@
 Contract:
 - One entry per :func:`rewardgym.environments.catalogue` folder, sorted by name: ``name``; ``summary`` (the
   first paragraph of the package docstring, without reST double backquotes); ``server`` (whether its
-  ``app.py`` registers a resources server under that name); ``tools`` (the names of that class's ``@tool``
+  ``app.py`` registers a resources server under that name, with ``@environment(name)`` or
+  ``@register("resources_servers", name)``); ``tools`` (the names of that class's ``@tool``
   methods, in definition order: the endpoints the agent can call); ``reverify_mode`` (what
   ``GET /reverify_mode`` answers; null when not known).
 - Everything is read from the source files with :mod:`ast`, nothing is imported: importing every environment
@@ -67,10 +68,13 @@ def _registered_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
         if not isinstance(node, ast.ClassDef):
             continue
         for decorator in node.decorator_list:
-            if isinstance(decorator, ast.Call) and _name(decorator) == "register":
-                args = [a.value for a in decorator.args if isinstance(a, ast.Constant)]
-                if args == [RESOURCES_KIND, name]:
-                    return node
+            if not isinstance(decorator, ast.Call):
+                continue
+            args = [a.value for a in decorator.args if isinstance(a, ast.Constant)]
+            if (_name(decorator) == "register" and args == [RESOURCES_KIND, name]) or (
+                _name(decorator) == "environment" and args == [name]
+            ):
+                return node
     return None
 
 

@@ -29,7 +29,7 @@ import contextlib
 import signal
 import threading
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
@@ -39,7 +39,6 @@ from rewardgym.models.config import EmbeddedModelConfig
 from rewardgym.models.embedded import EmbeddedLlama, LlamaServerOptions, ensure_model, log_tail
 from rewardgym.protocol import ChatCompletion, ChatCompletionCreateParams, Response, ResponseCreateParams
 from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import ApiError, UpstreamError
 from rewardgym.servers.model import CallContext
 
@@ -65,8 +64,6 @@ def llama_log_path(config: EmbeddedModelServerConfig) -> Path | None:
 @register("responses_api_models", "embedded_model")
 class EmbeddedModel(ChatModelServer[EmbeddedModelServerConfig]):
     """The bundled local model: a llama.cpp child process behind the Responses ⇄ Chat adapter."""
-
-    config_class: ClassVar[type[ServerConfig]] = EmbeddedModelServerConfig
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

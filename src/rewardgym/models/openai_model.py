@@ -21,7 +21,7 @@ Behaviour:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from rewardgym.models.config import OpenAIModelConfig
 from rewardgym.models.passthrough import build_openai_chat_request, build_openai_request
@@ -40,8 +40,6 @@ class OpenAIModelServerConfig(ServerConfig, OpenAIModelConfig):
 @register("responses_api_models", "openai_model")
 class OpenAIModel(ModelServer[OpenAIModelServerConfig]):
     """Pass-through to an upstream that speaks the OpenAI Responses API natively."""
-
-    config_class: ClassVar[type[ServerConfig]] = OpenAIModelServerConfig
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

@@ -16,7 +16,7 @@ Behaviour (:mod:`rewardgym.models.chat_server` for the shared part):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from rewardgym.models.chat_adapter import context_overflow_response
 from rewardgym.models.chat_server import ChatModelServer, ChatServerConfig
@@ -26,7 +26,6 @@ from rewardgym.models.passthrough import build_native_responses_request, parse_r
 from rewardgym.models.upstream import bad_reply, sticky_index, upstream_headers
 from rewardgym.protocol import Response, ResponseCreateParams
 from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.model import CallContext
 
 
@@ -37,8 +36,6 @@ class VLLMModelServerConfig(VLLMModelConfig, ChatServerConfig):
 @register("responses_api_models", "vllm_model")
 class VLLMModel(ChatModelServer[VLLMModelServerConfig]):
     """Responses API ⇄ Chat Completions adapter in front of vLLM, llama.cpp or any compatible server."""
-
-    config_class: ClassVar[type[ServerConfig]] = VLLMModelServerConfig
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

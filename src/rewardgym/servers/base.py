@@ -3,7 +3,8 @@
 This module never launches a process or binds a port (see :mod:`rewardgym.servers.launch` and
 :mod:`rewardgym.servers.supervisor`), so the same server objects can later be placed elsewhere (e.g. Ray).
 
-Contract of :class:`BaseServer` (generic over its pydantic config class, declared as ``config_class``):
+Contract of :class:`BaseServer` (generic over its pydantic config class: ``class S(BaseServer[MyConfig])``
+sets ``S.config_class = MyConfig`` unless the class body assigns ``config_class`` itself):
 - ``Server(config)`` accepts a config instance or a plain mapping; a mapping that does not validate raises
   :class:`~rewardgym.errors.ConfigError` naming ``<instance>.<field>``.
 - ``server.server_id`` is ``"<ClassName>___<instance name>"``: the session cookie name and the ``server``
@@ -32,7 +33,7 @@ import math
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast, get_args, get_origin
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -80,12 +81,32 @@ def register_config_secrets(model: BaseModel) -> None:
             register_secrets_in(value)
 
 
+def config_class_of(cls: type) -> type[ServerConfig] | None:
+    """The config class a server class names as its generic parameter (``MyServer(ResourcesServer[MyConfig])``
+    → ``MyConfig``), so authors declare it once; ``None`` while the parameter is still a type variable."""
+    for base in getattr(cls, "__orig_bases__", ()):
+        origin = get_origin(base)
+        if not (isinstance(origin, type) and issubclass(origin, BaseServer)):
+            continue
+        for arg in get_args(base):
+            if isinstance(arg, type) and issubclass(arg, ServerConfig):
+                return arg
+    return None
+
+
 class BaseServer(Generic[C]):
     """Base of every server; see the module docstring."""
 
     config_class: ClassVar[type[ServerConfig]] = ServerConfig
     direct_dispatch: ClassVar[bool] = True
     """Serve simple routes without FastAPI's per-request machinery (see :mod:`rewardgym.servers.app`)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "config_class" not in cls.__dict__:
+            inferred = config_class_of(cls)
+            if inferred is not None:
+                cls.config_class = inferred
 
     def __init__(self, config: C | Mapping[str, Any]) -> None:
         self.config: C = self.load_config(config)

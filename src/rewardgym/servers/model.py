@@ -3,7 +3,6 @@
 Subclass contract::
 
     class MyModel(ModelServer[MyModelConfig]):
-        config_class = MyModelConfig
         async def responses(self, params: ResponseCreateParams, ctx: CallContext) -> Response: ...
         async def chat_completions(
             self, params: ChatCompletionCreateParams, ctx: CallContext

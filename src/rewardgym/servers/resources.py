@@ -2,10 +2,7 @@
 
 Subclass contract::
 
-    class MyServer(ResourcesServer[MyConfig]):
-        config_class = MyConfig                       # a ResourcesServerConfig subclass
-        verify_request_class = MyVerifyRequest        # row fields the verifier reads (+ response)
-        verify_response_class = MyVerifyResponse      # exactly the fields /verify returns
+    class MyServer(ResourcesServer[MyConfig]):        # MyConfig: a ResourcesServerConfig subclass
         reverify_mode = ReverifyMode.STATELESS        # GET /reverify_mode
 
         async def verify(self, body: MyVerifyRequest) -> MyVerifyResponse:
@@ -13,6 +10,12 @@ Subclass contract::
 
         @tool
         async def get_weather(self, args: GetWeatherArgs, session: Session) -> WeatherResult: ...
+
+Each type is written once: ``config_class`` comes from the generic parameter, ``verify_request_class``
+(the row fields the verifier reads, plus ``response``) and ``verify_response_class`` (exactly the fields
+``/verify`` returns) from ``verify``'s annotations, ``seed_session_request_class`` from ``seed_session``'s
+first parameter. A class attribute assigned in the class body wins over the inferred one; an annotation that
+is a pydantic model of the wrong base is a ``TypeError`` at class definition.
 
 Endpoints (all ``POST`` except ``GET /reverify_mode``):
 - ``/seed_session``: body validated as ``seed_session_request_class`` (the whole row); ``seed_session(body)``
@@ -36,7 +39,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -90,6 +93,39 @@ def to_response(value: Any) -> Response:
     return json_response({} if value is None else value)
 
 
+_INFERRED = (
+    # (method, class attribute, required base, from the return annotation?)
+    ("verify", "verify_request_class", VerifyRequest, False),
+    ("verify", "verify_response_class", VerifyResponse, True),
+    ("seed_session", "seed_session_request_class", BaseModel, False),
+)
+
+
+def _annotated_model(
+    cls: type, method: str, base: type[BaseModel], *, result: bool
+) -> type[BaseModel] | None:
+    """The pydantic model annotated on ``cls.<method>``'s first parameter (or its return value); ``None`` when
+    that annotation is absent or not a class (e.g. ``Any``, a mapping, ``None``)."""
+    func = cls.__dict__[method]
+    try:
+        hints = get_type_hints(func)
+    except NameError as exc:
+        raise TypeError(f"{cls.__name__}.{method}: cannot resolve its annotations ({exc})") from None
+    if result:
+        hint = hints.get("return")
+    else:
+        params = [name for name in func.__code__.co_varnames[1 : func.__code__.co_argcount]]
+        hint = hints.get(params[0]) if params else None
+    if not isinstance(hint, type) or not issubclass(hint, BaseModel):
+        return None
+    if not issubclass(hint, base):
+        where = "return value" if result else "first parameter"
+        raise TypeError(
+            f"{cls.__name__}.{method}: its {where} must be a {base.__name__} subclass, not {hint}"
+        )
+    return hint
+
+
 class ResourcesServer(BaseServer[RC]):
     """Base class of environments; see the module docstring."""
 
@@ -99,6 +135,14 @@ class ResourcesServer(BaseServer[RC]):
     verify_response_class: ClassVar[type[VerifyResponse]] = VerifyResponse
     reverify_mode: ClassVar[ReverifyMode] = ReverifyMode.UNKNOWN
     profile_fn: ClassVar[ProfileFn] = staticmethod(profiler_profile)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for method, slot, base, result in _INFERRED:
+            if method in cls.__dict__ and slot not in cls.__dict__:
+                inferred = _annotated_model(cls, method, base, result=result)
+                if inferred is not None:
+                    setattr(cls, slot, inferred)
 
     def __init__(self, config: RC | Mapping[str, Any]) -> None:
         super().__init__(config)

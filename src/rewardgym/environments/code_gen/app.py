@@ -21,16 +21,20 @@ Contract (registered as resources server ``code_gen``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
+from rewardgym.env import (
+    ApiError,
+    ResourcesServer,
+    ResourcesServerConfig,
+    default_key_metrics,
+    environment,
+    highest_k_metrics,
+    pass_majority_metrics,
+)
 from rewardgym.environments.code_gen.config import CodeGenConfig
 from rewardgym.environments.code_gen.sandbox import CodeSandbox, SandboxError, SandboxUnavailableError
 from rewardgym.environments.code_gen.verifier import CodeGenVerifyRequest, CodeGenVerifyResponse, verify
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.errors import ApiError
-from rewardgym.servers.metrics import default_key_metrics, highest_k_metrics, pass_majority_metrics
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 SANDBOX_UNAVAILABLE = "sandbox_unavailable"
 """The error ``type`` of a 503 answer."""
@@ -40,13 +44,10 @@ class CodeGenServerConfig(ResourcesServerConfig, CodeGenConfig):
     """The ``resources_servers.code_gen`` YAML block: server fields plus the code_gen and sandbox settings."""
 
 
-@register("resources_servers", "code_gen")
+@environment("code_gen")
 class CodeGenServer(ResourcesServer[CodeGenServerConfig]):
     """``code_gen`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = CodeGenServerConfig
-    verify_request_class = CodeGenVerifyRequest
-    verify_response_class = CodeGenVerifyResponse
     reverify_mode = CodeGenConfig.REVERIFY_MODE
 
     def __init__(self, config: CodeGenServerConfig | Mapping[str, Any]) -> None:

@@ -21,20 +21,15 @@ Contract (registered as resources server ``equivalence_rule``):
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import ConfigDict, Field
 
+from rewardgym.env import ResourcesServer, ResourcesServerConfig, ReverifyMode, environment
 from rewardgym.environments.equivalence_rule.verifier import (
     EquivalenceRuleConfig,
     EquivalenceRuleVerifyRequest,
     EquivalenceRuleVerifyResponse,
     verify,
 )
-from rewardgym.protocol import ReverifyMode
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 
 class EquivalenceRuleServerConfig(ResourcesServerConfig, EquivalenceRuleConfig):
@@ -46,13 +41,10 @@ class EquivalenceRuleServerConfig(ResourcesServerConfig, EquivalenceRuleConfig):
     """Instance name (the top-level YAML key); it names logs, the session cookie and error bodies."""
 
 
-@register("resources_servers", "equivalence_rule")
+@environment("equivalence_rule")
 class EquivalenceRuleServer(ResourcesServer[EquivalenceRuleServerConfig]):
     """``equivalence_rule`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = EquivalenceRuleServerConfig
-    verify_request_class = EquivalenceRuleVerifyRequest
-    verify_response_class = EquivalenceRuleVerifyResponse
     reverify_mode = ReverifyMode.STATELESS
 
     async def verify(self, body: EquivalenceRuleVerifyRequest) -> EquivalenceRuleVerifyResponse:

@@ -20,8 +20,17 @@ Contract (registered as resources server ``example_multi_step``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
+from rewardgym.env import (
+    ResourcesServer,
+    ResourcesServerConfig,
+    default_key_metrics,
+    environment,
+    highest_k_metrics,
+    pass_majority_metrics,
+    tool,
+)
 from rewardgym.environments.example_multi_step import tools
 from rewardgym.environments.example_multi_step.tools import (
     ExtractSynonymValuesArgs,
@@ -35,11 +44,6 @@ from rewardgym.environments.example_multi_step.verifier import (
     ExampleMultiStepVerifyResponse,
     verify,
 )
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.metrics import default_key_metrics, highest_k_metrics, pass_majority_metrics
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
-from rewardgym.servers.tools import tool
 
 _RETURNS = "\nThis operation returns a value that conforms to the following JSON Schema: "
 GET_SYNONYM_VALUE_DESCRIPTION = (
@@ -60,13 +64,10 @@ class ExampleMultiStepServerConfig(ResourcesServerConfig, ExampleMultiStepConfig
     """The ``resources_servers.example_multi_step`` YAML block: server fields only."""
 
 
-@register("resources_servers", "example_multi_step")
+@environment("example_multi_step")
 class ExampleMultiStepServer(ResourcesServer[ExampleMultiStepServerConfig]):
     """``example_multi_step`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = ExampleMultiStepServerConfig
-    verify_request_class = ExampleMultiStepVerifyRequest
-    verify_response_class = ExampleMultiStepVerifyResponse
     reverify_mode = ExampleMultiStepConfig.REVERIFY_MODE
 
     @tool(description=GET_SYNONYM_VALUE_DESCRIPTION)

@@ -19,8 +19,18 @@ Contract (registered as resources server ``example_session_state_mgmt``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
+from rewardgym.env import (
+    ResourcesServer,
+    ResourcesServerConfig,
+    Session,
+    default_key_metrics,
+    environment,
+    highest_k_metrics,
+    pass_majority_metrics,
+    tool,
+)
 from rewardgym.environments.example_session_state_mgmt import tools
 from rewardgym.environments.example_session_state_mgmt.tools import (
     ExampleSessionStateMgmtSeedSessionRequest,
@@ -35,26 +45,16 @@ from rewardgym.environments.example_session_state_mgmt.verifier import (
     ExampleSessionStateMgmtVerifyResponse,
     verify,
 )
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.metrics import default_key_metrics, highest_k_metrics, pass_majority_metrics
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
-from rewardgym.servers.sessions import Session
-from rewardgym.servers.tools import tool
 
 
 class ExampleSessionStateMgmtServerConfig(ResourcesServerConfig, ExampleSessionStateMgmtConfig):
     """The ``resources_servers.example_session_state_mgmt`` YAML block: server fields only."""
 
 
-@register("resources_servers", "example_session_state_mgmt")
+@environment("example_session_state_mgmt")
 class ExampleSessionStateMgmtServer(ResourcesServer[ExampleSessionStateMgmtServerConfig]):
     """``example_session_state_mgmt`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = ExampleSessionStateMgmtServerConfig
-    seed_session_request_class = ExampleSessionStateMgmtSeedSessionRequest
-    verify_request_class = ExampleSessionStateMgmtVerifyRequest
-    verify_response_class = ExampleSessionStateMgmtVerifyResponse
     reverify_mode = ExampleSessionStateMgmtConfig.REVERIFY_MODE
 
     async def seed_session(self, body: ExampleSessionStateMgmtSeedSessionRequest) -> None:

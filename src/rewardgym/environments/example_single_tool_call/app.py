@@ -14,8 +14,7 @@ Contract (registered as resources server ``example_single_tool_call``):
 
 from __future__ import annotations
 
-from typing import ClassVar
-
+from rewardgym.env import ResourcesServer, ResourcesServerConfig, environment, tool
 from rewardgym.environments.example_single_tool_call import tools
 from rewardgym.environments.example_single_tool_call.tools import GetWeatherArgs, GetWeatherResult
 from rewardgym.environments.example_single_tool_call.verifier import (
@@ -24,23 +23,16 @@ from rewardgym.environments.example_single_tool_call.verifier import (
     ExampleSingleToolCallVerifyResponse,
     verify,
 )
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
-from rewardgym.servers.tools import tool
 
 
 class ExampleSingleToolCallServerConfig(ResourcesServerConfig, ExampleSingleToolCallConfig):
     """The ``resources_servers.example_single_tool_call`` YAML block: server fields only."""
 
 
-@register("resources_servers", "example_single_tool_call")
+@environment("example_single_tool_call")
 class ExampleSingleToolCallServer(ResourcesServer[ExampleSingleToolCallServerConfig]):
     """``example_single_tool_call`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = ExampleSingleToolCallServerConfig
-    verify_request_class = ExampleSingleToolCallVerifyRequest
-    verify_response_class = ExampleSingleToolCallVerifyResponse
     reverify_mode = ExampleSingleToolCallConfig.REVERIFY_MODE
 
     @tool(description="")

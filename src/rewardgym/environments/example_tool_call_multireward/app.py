@@ -17,8 +17,17 @@ Contract (registered as resources server ``example_tool_call_multireward``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
+from rewardgym.env import (
+    ResourcesServer,
+    ResourcesServerConfig,
+    default_key_metrics,
+    environment,
+    highest_k_metrics,
+    pass_majority_metrics,
+    tool,
+)
 from rewardgym.environments.example_tool_call_multireward import tools
 from rewardgym.environments.example_tool_call_multireward.tools import GetWeatherArgs, GetWeatherResult
 from rewardgym.environments.example_tool_call_multireward.verifier import (
@@ -27,11 +36,6 @@ from rewardgym.environments.example_tool_call_multireward.verifier import (
     ExampleToolCallMultirewardVerifyResponse,
     verify,
 )
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.metrics import default_key_metrics, highest_k_metrics, pass_majority_metrics
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
-from rewardgym.servers.tools import tool
 
 COMPONENTS = ("correctness", "schema_valid", "format")
 """The reward components, each a {0, 1} top-level field of the verify response."""
@@ -47,13 +51,10 @@ class ExampleToolCallMultirewardServerConfig(ResourcesServerConfig, ExampleToolC
     """The ``resources_servers.example_tool_call_multireward`` YAML block: server fields only."""
 
 
-@register("resources_servers", "example_tool_call_multireward")
+@environment("example_tool_call_multireward")
 class ExampleToolCallMultirewardServer(ResourcesServer[ExampleToolCallMultirewardServerConfig]):
     """``example_tool_call_multireward`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = ExampleToolCallMultirewardServerConfig
-    verify_request_class = ExampleToolCallMultirewardVerifyRequest
-    verify_response_class = ExampleToolCallMultirewardVerifyResponse
     reverify_mode = ExampleToolCallMultirewardConfig.REVERIFY_MODE
 
     @tool(description="Get the current weather for a city.")

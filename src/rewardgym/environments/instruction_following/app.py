@@ -17,20 +17,15 @@ Contract (registered as resources server ``instruction_following``):
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import ConfigDict
 
+from rewardgym.env import ResourcesServer, ResourcesServerConfig, ReverifyMode, environment
 from rewardgym.environments.instruction_following.verifier import (
     InstructionFollowingConfig,
     InstructionFollowingVerifyRequest,
     InstructionFollowingVerifyResponse,
     verify,
 )
-from rewardgym.protocol import ReverifyMode
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 
 class InstructionFollowingServerConfig(ResourcesServerConfig, InstructionFollowingConfig):
@@ -39,13 +34,10 @@ class InstructionFollowingServerConfig(ResourcesServerConfig, InstructionFollowi
     model_config = ConfigDict(extra="forbid")
 
 
-@register("resources_servers", "instruction_following")
+@environment("instruction_following")
 class InstructionFollowingServer(ResourcesServer[InstructionFollowingServerConfig]):
     """``instruction_following`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = InstructionFollowingServerConfig
-    verify_request_class = InstructionFollowingVerifyRequest
-    verify_response_class = InstructionFollowingVerifyResponse
     reverify_mode = ReverifyMode.STATELESS
 
     async def verify(self, body: InstructionFollowingVerifyRequest) -> InstructionFollowingVerifyResponse:

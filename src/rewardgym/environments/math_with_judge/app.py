@@ -27,11 +27,23 @@ Contract (registered as resources server ``math_with_judge``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import ConfigDict
 
 from rewardgym.config.secrets import redact_text
+from rewardgym.env import (
+    ApiError,
+    JudgeError,
+    ResourcesServer,
+    ResourcesServerConfig,
+    Response,
+    ResponseCreateParams,
+    ReverifyMode,
+    environment,
+    pass_majority_metrics,
+    select_key_metrics,
+)
 from rewardgym.environments.math_with_judge import judge, metrics
 from rewardgym.environments.math_with_judge.library import LibraryVerifier
 from rewardgym.environments.math_with_judge.verifier import (
@@ -41,12 +53,7 @@ from rewardgym.environments.math_with_judge.verifier import (
     verify,
 )
 from rewardgym.errors import ServerError
-from rewardgym.protocol import Response, ResponseCreateParams, ReverifyMode, dump
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.errors import ApiError, JudgeError
-from rewardgym.servers.metrics import pass_majority_metrics, select_key_metrics
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
+from rewardgym.protocol import dump
 
 JUDGE_PATH = "/v1/responses"
 WARMUP = ("\\frac{1}{2}", "\\boxed{0.5}")
@@ -66,13 +73,10 @@ def key_metrics(agent_metrics: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-@register("resources_servers", "math_with_judge")
+@environment("math_with_judge")
 class MathWithJudgeServer(ResourcesServer[MathWithJudgeServerConfig]):
     """``math_with_judge`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = MathWithJudgeServerConfig
-    verify_request_class = MathWithJudgeVerifyRequest
-    verify_response_class = MathWithJudgeVerifyResponse
     reverify_mode = ReverifyMode.UNKNOWN
 
     def __init__(self, config: MathWithJudgeServerConfig | Mapping[str, Any]) -> None:

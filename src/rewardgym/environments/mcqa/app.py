@@ -19,18 +19,21 @@ Contract (registered as resources server ``mcqa``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict
 
+from rewardgym.env import (
+    ResourcesServer,
+    ResourcesServerConfig,
+    environment,
+    pass_majority_metrics,
+    select_key_metrics,
+)
 from rewardgym.environments.mcqa import metrics
 from rewardgym.environments.mcqa.verifier import MCQAConfig, MCQAVerifyRequest, MCQAVerifyResponse, verify
 from rewardgym.errors import DataError
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.metrics import pass_majority_metrics, select_key_metrics
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 TEMPLATE_REGEX_LOC = ("body", "template_metadata", "output_regex")
 """Where a bad template regex is reported in the 422 answer."""
@@ -49,13 +52,10 @@ def key_metrics(agent_metrics: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-@register("resources_servers", "mcqa")
+@environment("mcqa")
 class MCQAServer(ResourcesServer[MCQAServerConfig]):
     """``mcqa`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = MCQAServerConfig
-    verify_request_class = MCQAVerifyRequest
-    verify_response_class = MCQAVerifyResponse
     reverify_mode = MCQAConfig.REVERIFY_MODE
 
     async def verify(self, body: MCQAVerifyRequest) -> MCQAVerifyResponse:

@@ -16,20 +16,15 @@ Contract (registered as resources server ``string_match``):
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import ConfigDict
 
+from rewardgym.env import ResourcesServer, ResourcesServerConfig, ReverifyMode, environment
 from rewardgym.environments.string_match.verifier import (
     StringMatchConfig,
     StringMatchVerifyRequest,
     StringMatchVerifyResponse,
     verify,
 )
-from rewardgym.protocol import ReverifyMode
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 
 class StringMatchServerConfig(ResourcesServerConfig, StringMatchConfig):
@@ -38,13 +33,10 @@ class StringMatchServerConfig(ResourcesServerConfig, StringMatchConfig):
     model_config = ConfigDict(extra="forbid")
 
 
-@register("resources_servers", "string_match")
+@environment("string_match")
 class StringMatchServer(ResourcesServer[StringMatchServerConfig]):
     """``string_match`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = StringMatchServerConfig
-    verify_request_class = StringMatchVerifyRequest
-    verify_response_class = StringMatchVerifyResponse
     reverify_mode = ReverifyMode.STATELESS
 
     async def verify(self, body: StringMatchVerifyRequest) -> StringMatchVerifyResponse:

@@ -19,20 +19,15 @@ Contract (registered as resources server ``structured_outputs``):
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import ConfigDict
 
+from rewardgym.env import ResourcesServer, ResourcesServerConfig, ReverifyMode, environment
 from rewardgym.environments.structured_outputs.verifier import (
     StructuredOutputsConfig,
     StructuredOutputsVerifyRequest,
     StructuredOutputsVerifyResponse,
     verify,
 )
-from rewardgym.protocol import ReverifyMode
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 
 class StructuredOutputsServerConfig(ResourcesServerConfig, StructuredOutputsConfig):
@@ -41,13 +36,10 @@ class StructuredOutputsServerConfig(ResourcesServerConfig, StructuredOutputsConf
     model_config = ConfigDict(extra="forbid")
 
 
-@register("resources_servers", "structured_outputs")
+@environment("structured_outputs")
 class StructuredOutputsServer(ResourcesServer[StructuredOutputsServerConfig]):
     """``structured_outputs`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = StructuredOutputsServerConfig
-    verify_request_class = StructuredOutputsVerifyRequest
-    verify_response_class = StructuredOutputsVerifyResponse
     reverify_mode = ReverifyMode.STATELESS
 
     async def verify(self, body: StructuredOutputsVerifyRequest) -> StructuredOutputsVerifyResponse:

@@ -17,20 +17,15 @@ Contract (registered as resources server ``xlam_fc``):
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from pydantic import ConfigDict
 
+from rewardgym.env import ResourcesServer, ResourcesServerConfig, ReverifyMode, environment
 from rewardgym.environments.xlam_fc.verifier import (
     XlamFcConfig,
     XlamFcVerifyRequest,
     XlamFcVerifyResponse,
     verify,
 )
-from rewardgym.protocol import ReverifyMode
-from rewardgym.registry import register
-from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 
 
 class XlamFcServerConfig(ResourcesServerConfig, XlamFcConfig):
@@ -39,13 +34,10 @@ class XlamFcServerConfig(ResourcesServerConfig, XlamFcConfig):
     model_config = ConfigDict(extra="forbid")
 
 
-@register("resources_servers", "xlam_fc")
+@environment("xlam_fc")
 class XlamFcServer(ResourcesServer[XlamFcServerConfig]):
     """``xlam_fc`` over HTTP (see the module docstring)."""
 
-    config_class: ClassVar[type[ServerConfig]] = XlamFcServerConfig
-    verify_request_class = XlamFcVerifyRequest
-    verify_response_class = XlamFcVerifyResponse
     reverify_mode = ReverifyMode.STATELESS
 
     async def verify(self, body: XlamFcVerifyRequest) -> XlamFcVerifyResponse:
