@@ -114,8 +114,10 @@ def environment(name: str) -> Callable[[S], S]:
     written ``module.path:ClassName`` in the config."""
 
     def decorate(cls: S) -> S:
-        if not (isinstance(cls, type) and issubclass(cls, ResourcesServer)):
+        checked: object = cls
+        if not (isinstance(checked, type) and issubclass(checked, ResourcesServer)):
             raise TypeError(f"@environment({name!r}) decorates a ResourcesServer subclass, not {cls!r}")
-        return register("resources_servers", name)(cls)
+        register("resources_servers", name)(cls)
+        return cls
 
     return decorate
