@@ -14,8 +14,9 @@ Subclass contract::
 Each type is written once: ``config_class`` comes from the generic parameter, ``verify_request_class``
 (the row fields the verifier reads, plus ``response``) and ``verify_response_class`` (exactly the fields
 ``/verify`` returns) from ``verify``'s annotations, ``seed_session_request_class`` from ``seed_session``'s
-first parameter. A class attribute assigned in the class body wins over the inferred one; an annotation that
-is a pydantic model of the wrong base is a ``TypeError`` at class definition.
+first parameter. A class attribute assigned in the class body wins over the inferred one, and an annotation
+broader than the inherited class (an override annotated ``-> VerifyResponse``) keeps the inherited one; an
+annotation that is a pydantic model of the wrong base is a ``TypeError`` at class definition.
 
 Endpoints (all ``POST`` except ``GET /reverify_mode``):
 - ``/seed_session``: body validated as ``seed_session_request_class`` (the whole row); ``seed_session(body)``
@@ -141,7 +142,9 @@ class ResourcesServer(BaseServer[RC]):
         for method, slot, base, result in _INFERRED:
             if method in cls.__dict__ and slot not in cls.__dict__:
                 inferred = _annotated_model(cls, method, base, result=result)
-                if inferred is not None:
+                # Only a refinement of the inherited class: an override annotated with a broader type (e.g. a
+                # subclass whose verify says ``-> VerifyResponse``) keeps what its parent declared.
+                if inferred is not None and issubclass(inferred, getattr(cls, slot)):
                     setattr(cls, slot, inferred)
 
     def __init__(self, config: RC | Mapping[str, Any]) -> None:

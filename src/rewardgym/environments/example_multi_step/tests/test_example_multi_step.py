@@ -26,6 +26,7 @@ from rewardgym.environments.example_multi_step.verifier import (
     verify,
 )
 from rewardgym.protocol import FunctionCall, dump, function_calls
+from rewardgym.testing import match_recorded, read_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = ExampleMultiStepConfig()
@@ -42,20 +43,10 @@ ARGS: dict[str, type[BaseModel]] = {
 }
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _user_text(row: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in row["responses_create_params"]["input"] if m.get("role") == "user")
-
-
 def _matched() -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
-    rows = _lines(DATA / "example.jsonl")
-    by_prompt = {_user_text(row): (i, row) for i, row in enumerate(rows)}
-    assert len(by_prompt) == len(rows), "user messages must identify rows"
-    out = [(*by_prompt[_user_text(r)], r) for r in _lines(DATA / "example_rollouts.jsonl")]
-    return sorted(out, key=lambda t: t[0])
+    """(example row index, example row, recorded rollout), matched by the user message."""
+    recorded = match_recorded(read_jsonl(DATA / "example.jsonl"), read_jsonl(DATA / "example_rollouts.jsonl"))
+    return [(r.index, r.row, r.rollout) for r in recorded]
 
 
 def _run_tool(call: FunctionCall) -> dict[str, Any]:
@@ -192,7 +183,7 @@ def test_tool_arguments_are_validated() -> None:
 
 def test_tool_schemas_match_rows() -> None:
     assert [t.__name__ for t in TOOLS] == list(ARGS)
-    for row in _lines(DATA / "example.jsonl"):
+    for row in read_jsonl(DATA / "example.jsonl"):
         tools = {t["name"]: t for t in row["responses_create_params"]["tools"]}
         assert set(tools) == set(ARGS)
         for name, model in ARGS.items():
@@ -207,7 +198,7 @@ def test_result_schemas_match_tool_descriptions() -> None:
         "extract_synonym_values": ExtractSynonymValuesResult,
     }
     marker = "conforms to the following JSON Schema: "
-    for tool in _lines(DATA / "example.jsonl")[0]["responses_create_params"]["tools"]:
+    for tool in read_jsonl(DATA / "example.jsonl")[0]["responses_create_params"]["tools"]:
         described = json.loads(tool["description"].split(marker, 1)[1])
         schema = results[tool["name"]].model_json_schema()
         schema.pop("title")

@@ -10,25 +10,26 @@ from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
-from tests.stubs.client import call
-from tests.stubs.replay import function_call as _call
-from tests.stubs.replay import message as _message
-from tests.stubs.replay import model_turns as _model_turns
-from tests.stubs.replay import response as _response
-from tests.stubs.replay import serve_agent
-from tests.stubs.replay import stamps_removed as _stamps_removed
 
 from rewardgym.environments.example_multi_step.app import ExampleMultiStepServer
-from rewardgym.environments.example_multi_step.tests.test_example_multi_step import EXTRAS, _lines, _matched
+from rewardgym.environments.example_multi_step.tests.test_example_multi_step import (
+    EXTRAS,
+    _matched,
+)
 from rewardgym.errors import ConfigError
 from rewardgym.registry import lookup
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.testing import OpenAIStub, ThreadedServer, call, read_jsonl, serve_agent
+from rewardgym.testing.items import function_call as _call
+from rewardgym.testing.items import message as _message
+from rewardgym.testing.items import response as _response
+from rewardgym.testing.replay import model_turns as _model_turns
+from rewardgym.testing.replay import verify_keys as _stamps_removed
 
 NAME = "example_multi_step"
 ROOT = Path(__file__).resolve().parents[1]
-ROW = _lines(ROOT / "data" / "example.jsonl")[0]
+ROW = read_jsonl(ROOT / "data" / "example.jsonl")[0]
 Serve = Callable[[Any], ThreadedServer]
-Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
+Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
 
 
 def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
@@ -65,7 +66,7 @@ def _as_served(tool: dict[str, Any]) -> dict[str, Any]:
 def test_tool_declarations_equal_the_rows() -> None:
     server = ExampleMultiStepServer({"name": NAME})
     declared = [spec.function_tool(strict=True).model_dump(mode="json") for spec in server.tools]
-    for row in _lines(ROOT / "data" / "example.jsonl"):
+    for row in read_jsonl(ROOT / "data" / "example.jsonl"):
         assert declared == [_as_served(tool) for tool in row["responses_create_params"]["tools"]]
 
 
@@ -140,8 +141,10 @@ def test_aggregate_metrics(env: ThreadedServer) -> None:
     }
 
 
-def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serve, stub: Stub) -> None:
-    runner, app = stub
+def test_recorded_episodes_through_simple_agent(
+    env: ThreadedServer, serve: Serve, scripted_model: Stub
+) -> None:
+    runner, app = scripted_model
     agent = _agent(serve, env.url, runner.url)
     for _, row, rollout in _matched():
         recorded = rollout["response"]["output"]
@@ -162,9 +165,9 @@ def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serv
 
 
 def test_malformed_arguments_and_unknown_tool_reach_the_model(
-    env: ThreadedServer, serve: Serve, stub: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
-    runner, app = stub
+    runner, app = scripted_model
     agent = _agent(serve, env.url, runner.url)
     app.state.mode = "script"
     app.state.script = [

@@ -26,6 +26,7 @@ from rewardgym.environments.example_session_state_mgmt.verifier import (
     verify,
 )
 from rewardgym.protocol import FunctionCall, dump, function_calls
+from rewardgym.testing import match_recorded, read_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = ExampleSessionStateMgmtConfig()
@@ -35,14 +36,6 @@ ARGS: dict[str, type[BaseModel]] = {
 }
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _user_text(row: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in row["responses_create_params"]["input"] if m.get("role") == "user")
-
-
 def _strip_titles(node: Any) -> Any:
     if isinstance(node, dict):
         return {k: _strip_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
@@ -50,11 +43,9 @@ def _strip_titles(node: Any) -> Any:
 
 
 def _matched() -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
-    rows = _lines(DATA / "example.jsonl")
-    by_prompt = {_user_text(row): (i, row) for i, row in enumerate(rows)}
-    assert len(by_prompt) == len(rows), "user messages must identify rows"
-    out = [(*by_prompt[_user_text(r)], r) for r in _lines(DATA / "example_rollouts.jsonl")]
-    return sorted(out, key=lambda t: t[0])
+    """(example row index, example row, recorded rollout), matched by the user message."""
+    recorded = match_recorded(read_jsonl(DATA / "example.jsonl"), read_jsonl(DATA / "example_rollouts.jsonl"))
+    return [(r.index, r.row, r.rollout) for r in recorded]
 
 
 def _run_tool(call: FunctionCall, state: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +142,7 @@ def test_unknown_session_scores_zero() -> None:
 
 def test_tool_schemas_match_rows() -> None:
     assert [t.__name__ for t in TOOLS] == list(ARGS)
-    for row in _lines(DATA / "example.jsonl"):
+    for row in read_jsonl(DATA / "example.jsonl"):
         tools = {t["name"]: t for t in row["responses_create_params"]["tools"]}
         for name, model in ARGS.items():
             assert _strip_titles(model.model_json_schema()) == tools[name]["parameters"], name

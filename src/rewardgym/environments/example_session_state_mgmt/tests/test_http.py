@@ -10,28 +10,25 @@ from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
-from tests.stubs.client import call
-from tests.stubs.replay import function_call as _call
-from tests.stubs.replay import message as _message
-from tests.stubs.replay import model_turns as _model_turns
-from tests.stubs.replay import response as _response
-from tests.stubs.replay import serve_agent
-from tests.stubs.replay import stamps_removed as _stamps_removed
 
 from rewardgym.environments.example_session_state_mgmt.app import ExampleSessionStateMgmtServer
 from rewardgym.environments.example_session_state_mgmt.tests.test_example_session_state_mgmt import (
-    _lines,
     _matched,
 )
 from rewardgym.errors import ConfigError
 from rewardgym.registry import lookup
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.testing import OpenAIStub, ThreadedServer, call, read_jsonl, serve_agent
+from rewardgym.testing.items import function_call as _call
+from rewardgym.testing.items import message as _message
+from rewardgym.testing.items import response as _response
+from rewardgym.testing.replay import model_turns as _model_turns
+from rewardgym.testing.replay import verify_keys as _stamps_removed
 
 NAME = "example_session_state_mgmt"
 ROOT = Path(__file__).resolve().parents[1]
-ROW = _lines(ROOT / "data" / "example.jsonl")[0]  # initial 3, expected 6
+ROW = read_jsonl(ROOT / "data" / "example.jsonl")[0]  # initial 3, expected 6
 Serve = Callable[[Any], ThreadedServer]
-Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
+Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
 
 
 def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
@@ -58,7 +55,7 @@ def test_registered_and_configured_from_the_yaml() -> None:
 def test_tool_declarations_equal_the_rows() -> None:
     server = ExampleSessionStateMgmtServer({"name": NAME})
     declared = [spec.function_tool(strict=True).model_dump(mode="json") for spec in server.tools]
-    for row in _lines(ROOT / "data" / "example.jsonl"):
+    for row in read_jsonl(ROOT / "data" / "example.jsonl"):
         assert declared == row["responses_create_params"]["tools"]
 
 
@@ -139,9 +136,11 @@ def test_bad_input(env: ThreadedServer) -> None:
     assert ["body", "count"] in [d["loc"] for d in bad_tool.json()["detail"]]
 
 
-def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serve, stub: Stub) -> None:
+def test_recorded_episodes_through_simple_agent(
+    env: ThreadedServer, serve: Serve, scripted_model: Stub
+) -> None:
     """Cookies are threaded seed → tools → verify by the agent: the counters reach the recorded totals."""
-    runner, app = stub
+    runner, app = scripted_model
     agent = _agent(serve, env.url, runner.url)
     for _, row, rollout in _matched():
         recorded = rollout["response"]["output"]
@@ -161,9 +160,9 @@ def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serv
 
 
 def test_malformed_arguments_and_unknown_tool_then_the_session_continues(
-    env: ThreadedServer, serve: Serve, stub: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
-    runner, app = stub
+    runner, app = scripted_model
     agent = _agent(serve, env.url, runner.url)
     app.state.mode = "script"
     app.state.script = [

@@ -22,17 +22,10 @@ from rewardgym.environments.example_single_tool_call.verifier import (
     verify,
 )
 from rewardgym.protocol import FunctionCall, dump, function_calls
+from rewardgym.testing import match_recorded, read_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = ExampleSingleToolCallConfig()
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _user_text(row: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in row["responses_create_params"]["input"] if m.get("role") == "user")
 
 
 def _strip_titles(node: Any) -> Any:
@@ -45,14 +38,8 @@ def _strip_titles(node: Any) -> Any:
 
 def _matched() -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     """(example row index, example row, recorded rollout), matched by the user message."""
-    rows = _lines(DATA / "example.jsonl")
-    by_prompt = {_user_text(row): (i, row) for i, row in enumerate(rows)}
-    assert len(by_prompt) == len(rows), "user messages must identify rows"
-    out = []
-    for rollout in _lines(DATA / "example_rollouts.jsonl"):
-        index, row = by_prompt[_user_text(rollout)]
-        out.append((index, row, rollout))
-    return sorted(out, key=lambda t: t[0])
+    recorded = match_recorded(read_jsonl(DATA / "example.jsonl"), read_jsonl(DATA / "example_rollouts.jsonl"))
+    return [(r.index, r.row, r.rollout) for r in recorded]
 
 
 def _run_tool(call: FunctionCall) -> dict[str, Any]:
@@ -132,7 +119,7 @@ def test_get_weather_ignores_unknown_keys() -> None:
 
 def test_tool_schema_matches_rows() -> None:
     assert [t.__name__ for t in TOOLS] == ["get_weather"]
-    for row in _lines(DATA / "example.jsonl"):
+    for row in read_jsonl(DATA / "example.jsonl"):
         (tool,) = row["responses_create_params"]["tools"]
         assert tool["name"] == "get_weather"
         assert _strip_titles(GetWeatherArgs.model_json_schema()) == tool["parameters"]

@@ -10,24 +10,21 @@ from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
-from tests.stubs.client import call
-from tests.stubs.replay import model_turns as _model_turns
-from tests.stubs.replay import serve_agent
-from tests.stubs.replay import stamps_removed as _stamps_removed
 
 from rewardgym.environments.example_single_tool_call.app import ExampleSingleToolCallServer
 from rewardgym.environments.example_single_tool_call.tests.test_example_single_tool_call import (
-    _lines,
     _matched,
 )
 from rewardgym.errors import ConfigError
 from rewardgym.registry import lookup
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.testing import OpenAIStub, ThreadedServer, call, read_jsonl, serve_agent
+from rewardgym.testing.replay import model_turns as _model_turns
+from rewardgym.testing.replay import verify_keys as _stamps_removed
 
 NAME = "example_single_tool_call"
 ROOT = Path(__file__).resolve().parents[1]
 Serve = Callable[[Any], ThreadedServer]
-Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
+Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
 
 
 def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
@@ -53,7 +50,7 @@ def test_registered_and_configured_from_the_yaml() -> None:
 def test_tool_declaration_equals_the_rows() -> None:
     server = ExampleSingleToolCallServer({"name": NAME})
     declared = [spec.function_tool(strict=True).model_dump(mode="json") for spec in server.tools]
-    for row in _lines(ROOT / "data" / "example.jsonl"):
+    for row in read_jsonl(ROOT / "data" / "example.jsonl"):
         assert declared == row["responses_create_params"]["tools"]
 
 
@@ -84,7 +81,7 @@ def test_tool_over_http(env: ThreadedServer) -> None:
 
 
 def test_bad_verify_input(env: ThreadedServer) -> None:
-    row = _lines(ROOT / "data" / "example.jsonl")[0]
+    row = read_jsonl(ROOT / "data" / "example.jsonl")[0]
     missing = call(env.url, "POST", "/verify", json=row)
     assert missing.status == 422
     assert ["body", "response"] in [d["loc"] for d in missing.json()["detail"]]
@@ -95,8 +92,10 @@ def test_bad_verify_input(env: ThreadedServer) -> None:
     assert (reply.status, reply.json()["reward"]) == (200, 1.0)
 
 
-def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serve, stub: Stub) -> None:
-    runner, app = stub
+def test_recorded_episodes_through_simple_agent(
+    env: ThreadedServer, serve: Serve, scripted_model: Stub
+) -> None:
+    runner, app = scripted_model
     agent = _agent(serve, env.url, runner.url)
     for _, row, rollout in _matched():
         recorded = rollout["response"]["output"]
@@ -116,9 +115,9 @@ def test_recorded_episodes_through_simple_agent(env: ThreadedServer, serve: Serv
 
 
 def test_malformed_arguments_and_unknown_tool_reach_the_model(
-    env: ThreadedServer, serve: Serve, stub: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
-    runner, app = stub
+    runner, app = scripted_model
     agent = _agent(serve, env.url, runner.url)
     calls = [("get_weather", "{not json"), ("no_such_tool", "{}"), ("get_weather", '{"city": "Oslo"}')]
     app.state.mode = "script"
@@ -135,7 +134,7 @@ def test_malformed_arguments_and_unknown_tool_reach_the_model(
             ]
         },
     ]
-    row = _lines(ROOT / "data" / "example.jsonl")[0]
+    row = read_jsonl(ROOT / "data" / "example.jsonl")[0]
     reply = call(agent.url, "POST", "/run", json=row)
     assert reply.status == 200, reply.body
     outputs = [i["output"] for i in reply.json()["response"]["output"] if i["type"] == "function_call_output"]

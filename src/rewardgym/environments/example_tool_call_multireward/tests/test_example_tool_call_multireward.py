@@ -18,6 +18,7 @@ from rewardgym.environments.example_tool_call_multireward.verifier import (
     verify,
 )
 from rewardgym.protocol import dump, function_calls
+from rewardgym.testing import match_recorded, read_jsonl
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = ExampleToolCallMultirewardConfig()
@@ -37,14 +38,6 @@ TOOL = {
 }
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _user_text(row: dict[str, Any]) -> str:
-    return "\n".join(m["content"] for m in row["responses_create_params"]["input"] if m.get("role") == "user")
-
-
 def _strip_titles(node: Any) -> Any:
     if isinstance(node, dict):
         return {k: _strip_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
@@ -52,11 +45,9 @@ def _strip_titles(node: Any) -> Any:
 
 
 def _matched() -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
-    rows = _lines(DATA / "example.jsonl")
-    by_prompt = {_user_text(row): (i, row) for i, row in enumerate(rows)}
-    assert len(by_prompt) == len(rows), "user messages must identify rows"
-    out = [(*by_prompt[_user_text(r)], r) for r in _lines(DATA / "example_rollouts.jsonl")]
-    return sorted(out, key=lambda t: t[0])
+    """(example row index, example row, recorded rollout), matched by the user message."""
+    recorded = match_recorded(read_jsonl(DATA / "example.jsonl"), read_jsonl(DATA / "example_rollouts.jsonl"))
+    return [(r.index, r.row, r.rollout) for r in recorded]
 
 
 def test_compatibility_with_recorded_rollouts() -> None:
@@ -190,7 +181,7 @@ def test_tool_vectors_and_schema() -> None:
     with pytest.raises(ValidationError) as info:
         GetWeatherArgs.model_validate({})
     assert info.value.errors()[0]["loc"] == ("city",)
-    for row in _lines(DATA / "example.jsonl"):
+    for row in read_jsonl(DATA / "example.jsonl"):
         (tool,) = row["responses_create_params"]["tools"]
         assert _strip_titles(GetWeatherArgs.model_json_schema()) == tool["parameters"]
 

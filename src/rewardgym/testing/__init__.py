@@ -1,0 +1,77 @@
+"""The test kit for environments — ours and third-party ones alike.
+
+- Run an environment: in-process (call ``await server.verify(Request(...))`` on a server object) or as a
+  server on a real 127.0.0.1 port with :class:`ThreadedServer` (the ``serve`` pytest fixture does it and
+  stops it after the test); :func:`serve_agent` puts a ``simple_agent`` in front of it.
+- A scripted model: :class:`OpenAIStub` is a real OpenAI-compatible upstream (Responses and Chat Completions)
+  that answers from a script and records requests (the ``scripted_model`` fixture starts one).
+- Compatibility with recorded rollouts: :func:`match_recorded` + :func:`replay_recorded_rollouts` (through
+  ``/verify``) and :func:`replay_through_agent` (whole episodes, the model replaying the recorded turns), with
+  declared ``known_differences``.
+
+The fixtures come from the ``rewardgym`` pytest plugin, registered by installing the package.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rewardgym.servers.launch import ThreadedServer
+from rewardgym.testing.client import Reply, call
+from rewardgym.testing.items import function_call, message, response
+from rewardgym.testing.replay import (
+    Outcome,
+    Recorded,
+    ReplayMismatch,
+    match_recorded,
+    model_turns,
+    read_jsonl,
+    replay_recorded_rollouts,
+    replay_through_agent,
+    user_text,
+    verify_keys,
+)
+from rewardgym.testing.scripted_model import OpenAIStub, StubState, start_stub
+
+__all__ = [
+    "OpenAIStub",
+    "Outcome",
+    "Recorded",
+    "ReplayMismatch",
+    "Reply",
+    "StubState",
+    "ThreadedServer",
+    "call",
+    "function_call",
+    "match_recorded",
+    "message",
+    "model_turns",
+    "read_jsonl",
+    "replay_recorded_rollouts",
+    "replay_through_agent",
+    "response",
+    "serve_agent",
+    "start_stub",
+    "user_text",
+    "verify_keys",
+]
+
+
+def serve_agent(
+    serve: Any, environment: str, env_url: str, model_url: str, *, max_attempts: int = 1
+) -> ThreadedServer:
+    """A ``simple_agent`` for ``environment`` (at ``env_url``) and the model at ``model_url``, started with
+    ``serve`` (the fixture); single attempts by default, so a test sees the first failure."""
+    from rewardgym.agents.simple_agent import SimpleAgent
+
+    agent = SimpleAgent(
+        {
+            "name": f"{environment}_simple_agent",
+            "resources_server": {"type": "resources_servers", "name": environment},
+            "model_server": {"type": "responses_api_models", "name": "policy_model"},
+            "peers": {environment: env_url, "policy_model": model_url},
+            "http": {"max_attempts": max_attempts},
+        }
+    )
+    started: ThreadedServer = serve(agent)
+    return started
