@@ -1,30 +1,14 @@
-"""Shared test fixtures: where the NeMo Gym reference files live."""
+"""Shared test fixtures: where the NeMo Gym reference data lives (inside the checkout, never outside it).
+
+``tests/data/nemo_gym/`` holds NeMo Gym's example rows, recorded rollouts and 0.7.0 output files (origin and
+licence in its ``NOTICE``). Tests read them from there only; a missing file fails the test that needs it.
+"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _shared_root() -> Path:
-    env = os.environ.get("REWARDGYM_SHARED")
-    if env:
-        return Path(env)
-    return REPO_ROOT.parent / "shared"
-
-
-SHARED = _shared_root()
-REFERENCE = SHARED / "reference"
-EXAMPLES = REFERENCE / "nemo_gym_examples"
-NG_OUTPUTS = REFERENCE / "nemo_gym_0.7.0_outputs"
-
-
-@pytest.fixture(scope="session")
-def examples_dir() -> Path:
-    if not EXAMPLES.is_dir():
-        pytest.fail(f"NeMo Gym reference examples not found at {EXAMPLES} (set REWARDGYM_SHARED)")
-    return EXAMPLES
+NEMO_GYM_DATA = REPO_ROOT / "tests" / "data" / "nemo_gym"
+EXAMPLES = NEMO_GYM_DATA / "nemo_gym_examples"
+NG_OUTPUTS = NEMO_GYM_DATA / "nemo_gym_0.7.0_outputs"

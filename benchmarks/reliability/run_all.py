@@ -1,4 +1,5 @@
-"""The reliability suite at full size: upstream faults (§1), crashes and resume (§2), load (§5).
+"""The reliability suite at full size: upstream faults, crashes and resume, load
+(the scenarios of README "Reliability").
 
 Runs real processes only (the fault upstream, ``gym env start``, ``gym eval run``) and prints one table of
 figures, each with the check it must pass; exits 1 if any check fails. The CI subset of the same scenarios
@@ -8,13 +9,13 @@ is ``tests/reliability/faults`` and ``tests/reliability/crash``.
     .venv/bin/python benchmarks/reliability/run_all.py --only faults --json figures.json
     .venv/bin/python benchmarks/reliability/run_all.py --quick         # smaller sizes, a smoke run
 
-§1: 1,000 rollouts (250 mcqa tasks x 4 repeats) through vllm_model → the fault upstream with 20 % HTTP 500,
-5 % 429 (Retry-After 1 s), 5 % hangs (model server read timeout 2 s) and 5 % resets, against the same run
-fault-free; plus a harsh serving run (low attempt caps) that must put failures in the failures file.
-§2: 20 SIGKILLs of the collector (half of them mid-write of a line) with a resume after each; a SIGKILL of
+faults: 1,000 rollouts (250 mcqa tasks x 4 repeats) through vllm_model → the fault upstream with 20 %
+HTTP 500, 5 % 429 (Retry-After 1 s), 5 % hangs (model server read timeout 2 s) and 5 % resets, against the
+same run fault-free; plus a harsh serving run (low attempt caps) that must put failures in the failures file.
+crash: 20 SIGKILLs of the collector (half of them mid-write of a line) with a resume after each; a SIGKILL of
 each server (model, environment, agent) during a --no-serve run and of the agent during a serving run;
 SIGINT/SIGTERM/SIGKILL of `gym env start`, with the process table checked for orphans.
-§5: 20,000 rollouts at concurrency 512 against the instant stub upstream, with the collector's RSS and
+load: 20,000 rollouts at concurrency 512 against the instant stub upstream, with the collector's RSS and
 every process's file descriptors sampled.
 """
 
@@ -99,7 +100,7 @@ class Figures:
         return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------------- §1
+# ---------------------------------------------------------------------------------------------------- faults
 def faults(figures: Figures, work: Path, *, tasks: int, harsh_tasks: int) -> None:
     rollouts = tasks * 4
     marker = new_marker()
@@ -280,7 +281,7 @@ def harsh_run(figures: Figures, upstream: FaultUpstream, work: Path, tasks: int)
     )
 
 
-# ---------------------------------------------------------------------------------------------------- §2
+# ---------------------------------------------------------------------------------------------------- crash
 def crashes(figures: Figures, work: Path, *, kills: int) -> None:
     s = "2"
     # ~13 rollouts/s (2 in flight, 150 ms each, 1 MB lines): enough work left for every kill to land mid-run.
@@ -364,7 +365,7 @@ def stop_env(work: Path, upstream_url: str, sig: signal.Signals) -> tuple[int, i
         kill_marked(marker)
 
 
-# ---------------------------------------------------------------------------------------------------- §5
+# ---------------------------------------------------------------------------------------------------- load
 def load(figures: Figures, work: Path, *, rollouts: int) -> None:
     s = "5"
     report = run_load(work, rollouts=rollouts, concurrency=512, sample_every_s=1.0)

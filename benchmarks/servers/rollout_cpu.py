@@ -59,7 +59,7 @@ policy_model:
       openai_api_key: ${policy_api_key}
       openai_model: ${policy_model_name}
 """
-MCQA_ROWS = REPO.parent / "shared/reference/nemo_gym_examples/mcqa/example.jsonl"
+MCQA_ROWS = REPO / "src/rewardgym/environments/mcqa/data/example.jsonl"  # NeMo Gym's 5 mcqa rows
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""simple_agent over real HTTP: real resources servers, the stub upstream as model (environments.md §1.4)."""
+"""simple_agent over real HTTP: real resources servers, the stub upstream as model
+(docs/reference/environments.md §1.4)."""
 
 from __future__ import annotations
 

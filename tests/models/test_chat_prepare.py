@@ -1,4 +1,4 @@
-"""Config-dependent request shaping (environments.md §2.3) and the full build_chat_request path."""
+"""Request shaping (docs/reference/environments.md §2.3) and the full build_chat_request path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Responses → Chat Completions request translation (environments.md §2.2)."""
+"""Responses → Chat Completions request translation (docs/reference/environments.md §2.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chat Completion → Response conversion (environments.md §2.4) and the locally built replies."""
+"""Chat Completion → Response conversion (docs/reference/environments.md §2.4), locally built replies."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _summaries(item: Any) -> list[str]:
     return [s.text for s in item.summary]
 
 
-# -- <think> vectors of environments.md §2.8 ----------------------------------------------------------------
+# -- <think> vectors of docs/reference/environments.md §2.8 --------------------------------------------------
 def test_think_in_the_middle() -> None:
     content = "This is some main content.<think>Here is the reasoning.</think>More content."
     response = build_response(_completion({"content": content}), PARAMS, CONFIG)

@@ -1,4 +1,4 @@
-"""A deliberately plain re-statement of the profile rules (delta document), used as a test oracle.
+"""A deliberately plain re-statement of the profile rules (docs/reference/profile.md), used as a test oracle.
 
 It shares no code with ``rewardgym.profile``: dict loops, one group at a time, and numpy only for the
 reductions pandas performs (pairwise ``np.sum`` over a group with absent values as 0 in place, the

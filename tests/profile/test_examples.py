@@ -1,5 +1,5 @@
-"""Hand-computed cases: the delta document's worked example (§12), the contract's test oracle (§5),
-and small cases whose numbers are easy to check by hand."""
+"""Hand-computed cases: the worked example of docs/reference/profile.md §12, the test oracle of
+docs/reference/contract.md §5, and small cases whose numbers are easy to check by hand."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_delta_worked_example() -> None:
 
 
 def test_contract_oracle() -> None:
-    """contract §5: three tasks with rewards [0, 1], a bool [True, False] and usage 'abc usage': 1."""
+    """docs/reference/contract.md §5: 3 tasks, rewards [0, 1], a bool [True, False], usage 'abc usage': 1."""
     rows, results = [], []
     for t in range(3):
         for r, (reward, flag) in enumerate([(0, True), (1, False)]):

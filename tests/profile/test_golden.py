@@ -1,4 +1,4 @@
-"""Golden tests against real NeMo Gym 0.7.0 outputs (``shared/reference/nemo_gym_0.7.0_outputs``).
+"""Golden tests against real NeMo Gym 0.7.0 outputs (``tests/data/nemo_gym/nemo_gym_0.7.0_outputs``).
 
 The 0.7.0 run profiled 500 tasks × 4 repeats made from the 5 ``smoke_5`` tasks (task ``t`` is smoke task
 ``t % 5``, its ``uuid`` suffixed ``-rep<t // 5>``; the fake model answers every repeat identically). The
@@ -20,10 +20,6 @@ import pytest
 from rewardgym.profile import profile_files, profile_rows
 from tests.conftest import NG_OUTPUTS
 from tests.profile.helpers import gym, read_jsonl, write_jsonl
-
-pytestmark = pytest.mark.skipif(
-    not NG_OUTPUTS.is_dir(), reason="NeMo Gym 0.7.0 reference outputs not available"
-)
 
 
 def _by_task(path: Path) -> dict[int, dict[str, Any]]:

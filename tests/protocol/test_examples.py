@@ -20,7 +20,22 @@ from rewardgym.protocol import (
 )
 from tests.conftest import EXAMPLES
 
-ENVIRONMENTS = sorted(p.name for p in EXAMPLES.iterdir()) if EXAMPLES.is_dir() else []
+# The twelve environments whose NeMo Gym examples are in tests/data/nemo_gym (a fixed list, so a missing
+# folder fails its tests instead of silently parametrizing fewer).
+ENVIRONMENTS = [
+    "code_gen",
+    "equivalence_rule",
+    "example_multi_step",
+    "example_session_state_mgmt",
+    "example_single_tool_call",
+    "example_tool_call_multireward",
+    "instruction_following",
+    "math_with_judge",
+    "mcqa",
+    "string_match",
+    "structured_outputs",
+    "xlam_fc",
+]
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -28,7 +43,7 @@ def _lines(path: Path) -> list[dict[str, object]]:
 
 
 def test_all_twelve_reference_environments_are_present() -> None:
-    assert len(ENVIRONMENTS) == 12
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == ENVIRONMENTS
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)

@@ -1,4 +1,4 @@
-"""/aggregate_metrics statistics are the profiler's own (contract §4.6: RewardProfiler over the rollouts)."""
+"""/aggregate_metrics statistics are the profiler's own (docs/reference/contract.md §4.6)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ PARAMS = {"input": [{"role": "user", "content": "Pick one"}]}
 
 
 def test_counter_sessions_are_isolated(serve: Any) -> None:
-    """environments.md §6 test table, with a client that never stores cookies."""
+    """docs/reference/environments.md §6 test table, with a client that never stores cookies."""
     srv = serve(CounterServer({"name": "counter"}))
     first = call(srv.url, "POST", "/get_counter_value", json={})
     assert first.json() == {"count": 0}

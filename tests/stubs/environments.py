@@ -2,7 +2,8 @@
 
 - :class:`ExactMatchServer`: reward 1.0 when the response text, stripped, equals the row's ``expected_answer``
   or its ``\\boxed{X}`` content does; returns ``expected_answer`` and ``extracted_answer`` (mcqa-like shape).
-- :class:`CounterServer`: the stateful counter of ``example_session_state_mgmt`` (environments.md §6).
+- :class:`CounterServer`: the stateful counter of ``example_session_state_mgmt``
+  (docs/reference/environments.md §6).
 - :class:`WeatherServer`: the ``get_weather`` tool of ``example_single_tool_call``; reward always 1.0.
 """
 

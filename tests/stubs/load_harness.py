@@ -1,4 +1,4 @@
-"""Load: N rollouts at concurrency C through the real stack against the instant stub upstream (§5).
+"""Load: N rollouts at concurrency C through the real stack against the instant stub upstream.
 
 :func:`run_load` starts ``python -m tests.stubs.openai_stub`` (its own process, not recording), ``gym env
 start`` (mcqa + simple_agent + vllm_model → stub) and ``gym eval run --no-serve``, samples the collector's

@@ -1,4 +1,5 @@
-"""``simple_agent``: one rollout = seed the session, loop model ↔ tools, verify (environments.md §1).
+"""``simple_agent``: one rollout = seed the session, loop model ↔ tools, verify
+(docs/reference/environments.md §1).
 
 Endpoints:
 - ``POST /run`` (body: a materialized input row; extra fields kept):

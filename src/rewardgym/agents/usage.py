@@ -1,4 +1,4 @@
-"""Summing the token usage of the model calls of one episode (environments.md §1.3).
+"""Summing the token usage of the model calls of one episode (docs/reference/environments.md §1.3).
 
 ``accumulate_usage(total, new)`` on Responses-API usage dicts:
 - ``new`` null → ``total`` unchanged; ``total`` null → a copy of ``new``;

@@ -3,16 +3,17 @@
 A model server is a thin shell around these (no I/O here)::
 
     body = build_chat_request(params, config)            # POST {base_url}/chat/completions with body
-    if sequential_reasoning_blocked(body, config):       # optional short-cut (environments.md §2.5)
+    if sequential_reasoning_blocked(body, config):       # short-cut: docs/reference/environments.md §2.5
         return chat_to_response(empty_completion(config.model, "content_filter"), params, config)
     ...on HTTP 200:  return build_response(reply_json, params, config)
     ...on an error:  if is_context_overflow(status, text): return context_overflow_response(params, config)
 
 ``POST /v1/chat/completions`` on the model server forwards :func:`build_chat_passthrough` of the body.
 
-Request translation: :mod:`rewardgym.models.chat_request` (§2.2) then
-:mod:`rewardgym.models.chat_prepare` (§2.3) and, for upstreams without tool support,
-:mod:`rewardgym.models.json_tools`. Reply translation: :mod:`rewardgym.models.chat_response` (§2.4).
+Request translation (docs/reference/environments.md §2.2, §2.3): :mod:`rewardgym.models.chat_request` then
+:mod:`rewardgym.models.chat_prepare` and, for upstreams without tool support,
+:mod:`rewardgym.models.json_tools`.
+Reply translation (docs/reference/environments.md §2.4): :mod:`rewardgym.models.chat_response`.
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ def build_response(payload: Any, params: ResponseCreateParams, config: ChatAdapt
 def build_chat_passthrough(body: dict[str, Any], config: ChatAdapterConfig) -> dict[str, Any]:
     """A caller's own Chat Completions body made ready for the upstream.
 
-    Same §2.3 steps as the Responses path (developer → system, reasoning history, model, template kwargs,
-    ``extra_body`` under the body, overrides last) but no tool emulation: tools are forwarded as given.
+    Same docs/reference/environments.md §2.3 steps as the Responses path (developer → system, reasoning
+    history, model, template kwargs, ``extra_body`` under the body, overrides last) but no tool emulation:
+    tools are forwarded as given.
     """
     messages = body.get("messages")
     shaped = {**body, "messages": prepare_messages(list(messages), config)} if messages else dict(body)

@@ -1,4 +1,4 @@
-"""Config-dependent shaping of a translated Chat Completions body (environments.md §2.3).
+"""Config-dependent shaping of a translated Chat Completions body (docs/reference/environments.md §2.3).
 
 Contract of :func:`prepare_chat_body`, applied in this order to the output of
 :func:`~rewardgym.models.chat_request.responses_to_chat`:
@@ -111,7 +111,8 @@ def sequential_reasoning_blocked(body: ChatDict, config: ChatAdapterConfig) -> b
     """True when ``sequential_reasoning_allowed`` is off and the history ends in an empty assistant turn.
 
     The server then answers locally with :func:`~rewardgym.models.chat_response.empty_completion`
-    (``finish_reason="content_filter"``) instead of calling the upstream (environments.md §2.5).
+    (``finish_reason="content_filter"``) instead of calling the upstream
+    (docs/reference/environments.md §2.5).
     """
     if config.sequential_reasoning_allowed:
         return False

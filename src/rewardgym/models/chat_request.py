@@ -1,4 +1,5 @@
-"""Responses request → Chat Completions request: the pure, config-free part (environments.md §2.2).
+"""Responses request → Chat Completions request: the pure, config-free part
+(docs/reference/environments.md §2.2).
 
 Contract of :func:`responses_to_chat`:
 - ``input`` as a string becomes one user message with content ``[{"type": "text", "text": …}]``.

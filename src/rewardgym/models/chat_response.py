@@ -1,4 +1,5 @@
-"""Chat Completion → Responses ``Response`` (environments.md §2.4), plus the locally built replies.
+"""Chat Completion → Responses ``Response`` (docs/reference/environments.md §2.4), plus the locally
+built replies.
 
 Contract of :func:`chat_to_response` (first choice only):
 - Reasoning: with ``uses_reasoning_parser`` a ``reasoning_content``/``reasoning`` field is re-wrapped as

@@ -1,4 +1,5 @@
-"""``openai_model``: the pass-through model server in front of a native Responses API (contract §7.3).
+"""``openai_model``: the pass-through model server in front of a native Responses API
+(docs/reference/contract.md §7.3).
 
 Config: :class:`OpenAIModelServerConfig` = the server fields (``host``, ``port``, ``http`` timeouts and
 retries, ``log_dir`` …) + :class:`~rewardgym.models.config.OpenAIModelConfig` (``openai_base_url``,

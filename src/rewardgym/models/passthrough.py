@@ -1,11 +1,13 @@
 """Request bodies for upstreams that speak the Responses API natively (no translation).
 
 Contract:
-- :func:`build_openai_request` (``openai_model``, contract §7.3): ``extra_body | dump(params)`` — the
-  request's own fields win — with ``model = openai_model``; with ``drop_input_reasoning_items`` the input
-  items of type ``reasoning`` are removed. The body goes to ``POST {openai_base_url}/responses``.
+- :func:`build_openai_request` (``openai_model``, docs/reference/contract.md §7.3):
+  ``extra_body | dump(params)`` — the request's own fields win — with ``model = openai_model``; with
+  ``drop_input_reasoning_items`` the input items of type ``reasoning`` are removed. The body goes to
+  ``POST {openai_base_url}/responses``.
 - :func:`build_openai_chat_request`: the same for a Chat Completions body (``/chat/completions``).
-- :func:`build_native_responses_request` (``vllm_model`` with ``is_responses_native``, environments.md §2.7):
+- :func:`build_native_responses_request` (``vllm_model`` with ``is_responses_native``,
+  docs/reference/environments.md §2.7):
   ``dump(params)`` with ``model``, ``chat_template_kwargs`` added, ``extra_body`` under and
   ``sampling_overrides`` last.
 - :func:`parse_response` validates an upstream Responses reply, raising

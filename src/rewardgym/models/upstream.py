@@ -5,8 +5,8 @@ Contract:
   ``http.retry_statuses`` (429/502/503/504 by default) **plus 500**, unless the config sets
   ``http.retry_statuses`` explicitly (then exactly those).
 - :func:`sticky_index`: the replica a session is pinned to: the first 8 bytes of ``sha256(session_id)``
-  read big-endian, modulo the number of replicas (environments.md §2.1). Pure and deterministic, so no
-  cache is needed (nor kept: it would grow with every session).
+  read big-endian, modulo the number of replicas (docs/reference/environments.md §2.1). Pure and
+  deterministic, so no cache is needed (nor kept: it would grow with every session).
 - :func:`upstream_headers`: the extra headers plus ``Authorization: Bearer <key>`` when a key is set. The
   key is read from its :class:`~pydantic.SecretStr` only here; it goes to the upstream and nowhere else.
 - :func:`concurrency_limit`: an ``asyncio.Semaphore`` bounding in-flight upstream calls, or a no-op.

@@ -6,7 +6,7 @@ retries, ``log_dir`` …) + :class:`~rewardgym.models.config.VLLMModelConfig` (`
 
 Behaviour (:mod:`rewardgym.models.chat_server` for the shared part):
 - ``base_url`` may be a list of replicas: every call of one session (the model server's session cookie)
-  goes to replica ``sha256(session_id)[:8] (big-endian) mod N`` (environments.md §2.1).
+  goes to replica ``sha256(session_id)[:8] (big-endian) mod N`` (docs/reference/environments.md §2.1).
 - ``api_key`` is sent as ``Authorization: Bearer`` to the upstream only (never logged or echoed), with
   ``default_headers``. ``max_concurrent_requests`` bounds in-flight upstream calls.
 - ``is_responses_native: true`` forwards ``/v1/responses`` to ``{base_url}/responses`` without translation

@@ -1,4 +1,4 @@
-"""Agent labels and fan-out detection (NeMo Gym 0.7.0, delta document §5).
+"""Agent labels and fan-out detection (NeMo Gym 0.7.0, docs/reference/profile.md §5).
 
 Contract:
 

@@ -1,4 +1,4 @@
-"""Repeat-level metrics and the across-repeat aggregates of NeMo Gym 0.7.0 (delta document §6, §7).
+"""Repeat-level metrics and the across-repeat aggregates of NeMo Gym 0.7.0 (docs/reference/profile.md §6, §7).
 
 Contract:
 

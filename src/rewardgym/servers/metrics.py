@@ -1,7 +1,7 @@
 """Aggregate metrics of verify responses: pass@k, majority@k, and the per-task/agent statistics baseline.
 
 Pure functions (no I/O), used by ``POST /aggregate_metrics`` of resources servers and reusable by the
-collector and the profiler. Semantics follow the NeMo Gym contract §4.6:
+collector and the profiler. Semantics follow the NeMo Gym contract (docs/reference/contract.md §4.6):
 
 - :func:`pass_majority_metrics` ``(tasks, score_fn, answer_key)``: ``tasks`` is a list of tasks, each the list
   of its rollouts (dicts) in rollout order. Scores (booleans become 0/1) are averaged over tasks and reported

@@ -1,4 +1,4 @@
-"""Issue 7 §3: every case of the bad-input catalogue (``cases/*.yaml``) is refused cleanly.
+"""Bad input: every case of the bad-input catalogue (``cases/*.yaml``) is refused cleanly.
 
 One parametrized test runs each case (a ``gym`` command as a real process, or an HTTP request to a real
 server) and checks: non-zero exit / 4xx status, one message naming the file:line or field, no traceback,

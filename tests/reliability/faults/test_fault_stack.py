@@ -117,7 +117,7 @@ def test_every_fault_kind_is_retried_or_recorded_with_its_class(stack: Stack, tm
 
 
 def test_mixed_fault_rates_run_completes_with_real_rewards(stack: Stack, tmp_path: Path) -> None:
-    """§1's mix (20 % 500, 5 % 429, 5 % hangs, 5 % resets) on 200 rollouts (the full 1,000: the benchmark)."""
+    """The faults scenario's mix (20 % 500, 5 % 429, 5 % hangs, 5 % resets) on 200 rollouts."""
     rates = {"500": 0.2, "429": 0.05, "hang": 0.05, "reset": 0.05}
     assert stack.upstream.wait_idle()  # calls an earlier collection abandoned (timeouts) have ended
     stack.upstream.control(rates=rates, seed=3, retry_after_s=0.5, reset_stats=True)

@@ -1,4 +1,5 @@
-"""Load, the CI subset of §5: 3,000 rollouts at concurrency 512 through the real stack, instant stub upstream.
+"""Load, the CI subset of the load scenario: 3,000 rollouts at concurrency 512 through the real stack,
+instant stub upstream.
 
 No failure, every reward the verifier's, bounded file descriptors, every server healthy afterwards and no
 process left behind. The full 20,000-rollout run with RSS samples over time is

@@ -1,4 +1,4 @@
-"""Issue 7 §3: schemathesis against each server's OpenAPI schema — no 5xx on any generated request.
+"""Bad input: schemathesis against each server's OpenAPI schema — no 5xx on any generated request.
 
 Servers (real, on 127.0.0.1 ports, see :mod:`tests.stubs.inprocess_stack`): the model server
 (``openai_model`` in front of the stub upstream), ``simple_agent``, and the resources servers ``mcqa``,

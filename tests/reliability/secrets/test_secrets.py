@@ -1,4 +1,5 @@
-"""Issue 7 §4: the API key appears nowhere; every socket is on 127.0.0.1; the shared token is enforced.
+"""Secrets (docs/security.md): the API key appears nowhere; every socket is on 127.0.0.1; the shared
+token is enforced.
 
 A recognisable fake key (one no generic credential pattern masks, so only rewardgym's own bookkeeping can
 hide it) sits in ``env.yaml``. Then, as real processes against the stub upstream:

@@ -1,6 +1,7 @@
 """Grading one solution against its LiveCodeBench ``unit_tests``: drive a sandbox run, compare each output.
 
-Contract (``environments.md`` §12, steps 3–6). :func:`run_unit_tests` returns ``(result, metadata, seconds)``:
+Contract (``docs/reference/environments.md`` §12, steps 3–6). :func:`run_unit_tests` returns
+``(result, metadata, seconds)``:
 
 - ``result`` holds ``True`` per passed test, in order, and stops at the first failure, which is ``-2``
   (wrong answer), ``-3`` (time limit) or ``-4`` (runtime error). A compilation failure, or an exception while

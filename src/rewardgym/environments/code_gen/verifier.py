@@ -1,6 +1,7 @@
 """``code_gen`` verify: extract the last fenced code block, run it against the row's unit tests, sandboxed.
 
-Contract (``environments.md`` §12; run and grading details in :mod:`.grading` and :mod:`.sandbox`):
+Contract (``docs/reference/environments.md`` §12; run and grading details in :mod:`.grading` and
+:mod:`.sandbox`):
 
 1. ``out = output_text(response)``. Empty or whitespace (this covers "no assistant message") → reward 0.0,
    every extra null except ``difficulty`` (and ``reasoning_format_violation_rate``, a float, 0.0).

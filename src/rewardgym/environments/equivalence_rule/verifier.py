@@ -1,6 +1,6 @@
 """``equivalence_rule`` verify: score the answer text against ``expected_answer`` under a configured rule.
 
-Contract (NeMo Gym ``resources_servers/equivalence_rule``, ``environments.md`` §10):
+Contract (NeMo Gym ``resources_servers/equivalence_rule``, ``docs/reference/environments.md`` §10):
 
 - Row: ``expected_answer`` is required; every other row field is kept (``extra="allow"``) and echoed back.
 - Text: ``output_text(response)`` (all ``output_text`` parts of all message items, no separator); no

@@ -1,6 +1,6 @@
 """Tools of ``example_multi_step``: ``get_synonym_value`` and ``extract_synonym_values`` (stateless).
 
-Contract (``environments.md`` §5):
+Contract (``docs/reference/environments.md`` §5):
 
 - ``POST /get_synonym_value {"synonym": str}`` → ``{"synonym_value": int}``, the sum of the Unicode code
   points of the string (``"Blazing"`` → 711, ``"Warm"`` → 407, ``"Hot"`` → 299).

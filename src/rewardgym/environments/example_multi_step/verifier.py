@@ -1,6 +1,6 @@
 """``example_multi_step`` verify: the last ``extract_synonym_values`` call must report the expected list.
 
-Contract (``environments.md`` §5):
+Contract (``docs/reference/environments.md`` §5):
 
 - Row fields read: ``expected_synonym_values`` (list[int]), ``minefield_label`` (str) and
   ``minefield_label_value`` (int), all required; ``id`` and ``expected_synonyms`` are accepted and unused.

@@ -1,7 +1,8 @@
 """Session seeding and tools of ``example_session_state_mgmt``: a counter in the per-session ``state`` dict.
 
-Contract (``environments.md`` §6). ``state`` is the session's dict, which the server keys by the session
-cookie; the counter lives under :data:`COUNTER_KEY`, and a session whose dict lacks it is "unknown".
+Contract (``docs/reference/environments.md`` §6). ``state`` is the session's dict, which the server keys by
+the session cookie; the counter lives under :data:`COUNTER_KEY`, and a session whose dict lacks it is
+"unknown".
 
 - ``seed_session(row)``: ``state.setdefault(COUNTER_KEY, row.initial_count)`` — a second seed in the same
   session does not overwrite; the endpoint answers ``{}``.

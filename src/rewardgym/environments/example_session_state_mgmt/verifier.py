@@ -1,6 +1,6 @@
 """``example_session_state_mgmt`` verify: the session's counter must equal the row's ``expected_count``.
 
-Contract (``environments.md`` §6):
+Contract (``docs/reference/environments.md`` §6):
 
 - Row fields read: ``expected_count`` (int, required); undeclared row fields are ignored.
 - ``verify`` also takes the session's ``state`` dict (``None`` when the server does not know the session).

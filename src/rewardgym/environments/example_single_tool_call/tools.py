@@ -1,7 +1,7 @@
 """Tool of ``example_single_tool_call``: ``get_weather``, a fixed answer ("cold") for any city.
 
-Contract (``environments.md`` §4): ``POST /get_weather`` takes ``{"city": str}`` (required; a missing
-``city`` is a validation error → HTTP 422, whose body the agent shows to the model) and answers
+Contract (``docs/reference/environments.md`` §4): ``POST /get_weather`` takes ``{"city": str}`` (required;
+a missing ``city`` is a validation error → HTTP 422, whose body the agent shows to the model) and answers
 ``{"city": <city>, "weather_description": "The weather in <city> is cold."}``. The tool keeps no state.
 The argument model's JSON schema, titles aside, is the rows' ``parameters`` (``additionalProperties: false``);
 unknown argument keys are ignored, as NeMo Gym's request model does.

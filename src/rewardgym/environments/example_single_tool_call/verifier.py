@@ -1,6 +1,6 @@
 """``example_single_tool_call`` verify: the reward is 1.0 for every trajectory (NeMo Gym's behaviour).
 
-Contract (``environments.md`` §4):
+Contract (``docs/reference/environments.md`` §4):
 
 - Row fields read: only ``responses_create_params`` (undeclared row fields are ignored).
 - ``reward = 1.0`` unconditionally, also when the response holds no assistant message or no tool call.

@@ -1,6 +1,6 @@
 """Tool of ``example_tool_call_multireward``: ``get_weather``, a fixed answer ("sunny") for any city.
 
-Contract (``environments.md`` §7): ``POST /get_weather {"city": str}`` (required) →
+Contract (``docs/reference/environments.md`` §7): ``POST /get_weather {"city": str}`` (required) →
 ``{"city": <city>, "weather_description": "The weather in <city> is sunny."}``; no state. The argument
 model's JSON schema, titles aside, is the rows' ``parameters``; unknown argument keys are ignored.
 """

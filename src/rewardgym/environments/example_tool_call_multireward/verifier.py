@@ -1,6 +1,6 @@
 """``example_tool_call_multireward`` verify: ``reward = correctness + schema_valid + format`` (each 0 or 1).
 
-Contract (``environments.md`` §7):
+Contract (``docs/reference/environments.md`` §7):
 
 - Row fields read: ``expected_call`` (``{"name": str, "arguments": dict}``, default ``{}``).
 - ``calls`` = every ``function_call`` item in output order; each call's ``arguments`` string is parsed with

@@ -1,6 +1,6 @@
 """The optional LLM-judge path of ``math_with_judge``: prompt building, verdict parsing, the two-order judge.
 
-Contract (``environments.md`` §8 judge path and §0.5 failsafe):
+Contract (``docs/reference/environments.md`` §8 and §0.5: the judge path and the failsafe):
 
 - :func:`build_judge_params` deep-copies the configured ``judge_responses_create_params`` and replaces its
   ``input`` with the Arena-Hard-style system message and the ``<|Problem|> … A … B`` user message.

@@ -1,6 +1,6 @@
 r"""The symbolic ("library") check of ``math_with_judge``: math-verify 0.8.0 in a killable child process.
 
-Contract (``environments.md`` §8, library path):
+Contract (``docs/reference/environments.md`` §8, library path):
 
 - :func:`gold_for_math_verify`: strip ``expected_answer``; drop one outer ``\(...\)`` then one outer
   ``$...$`` (stripping after each); wrap in ``\boxed{...}``.

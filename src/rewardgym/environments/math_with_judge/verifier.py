@@ -1,6 +1,6 @@
 r"""``math_with_judge`` verify: symbolic equivalence of the final answer (math-verify), optional LLM judge.
 
-Contract (NeMo Gym ``resources_servers/math_with_judge``, ``environments.md`` §8):
+Contract (NeMo Gym ``resources_servers/math_with_judge``, ``docs/reference/environments.md`` §8):
 
 - Row fields read: ``question`` (judge prompt only) and ``expected_answer``, both required; other row fields
   are ignored.

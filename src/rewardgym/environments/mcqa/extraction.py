@@ -2,7 +2,8 @@
 
 Contract: every function takes the stripped model text plus the row's options / allowed letters and returns
 an upper-case letter or ``None``; none of them raises on any model text. Regexes and rules are those of
-NeMo Gym's ``resources_servers/mcqa`` as stated in ``environments.md`` §3 (quoted exactly there):
+NeMo Gym's ``resources_servers/mcqa`` as stated in ``docs/reference/environments.md`` §3 (quoted
+exactly there):
 
 - :func:`template_letter` — ``template_metadata.output_regex`` (str or list), last ``findall`` hit;
   raises :class:`TemplateRegexError` only for a pattern with two or more groups (NeMo Gym answers HTTP 500).

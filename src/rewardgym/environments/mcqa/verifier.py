@@ -1,6 +1,6 @@
 """``mcqa`` verify: grade the answer letter of a multiple-choice question against the gold letter.
 
-Contract (NeMo Gym ``resources_servers/mcqa``, ``environments.md`` §3):
+Contract (NeMo Gym ``resources_servers/mcqa``, ``docs/reference/environments.md`` §3):
 
 - Row fields read: ``options``, ``expected_answer``, ``grading_mode`` (row level, three modes; anything else
   is a validation error naming ``grading_mode``), ``template_metadata.output_regex``. ``uuid`` and

@@ -1,6 +1,6 @@
 """The NeMo RL string-match grader ``G(gt, pred)`` used by ``string_match`` (pure functions).
 
-Contract (``environments.md`` §9): :func:`grade` returns 1.0, 0.98 or 0.0.
+Contract (``docs/reference/environments.md`` §9): :func:`grade` returns 1.0, 0.98 or 0.0.
 
 1. Both sides are NFKC-normalised, lose one pair of matching outer quotes, are lower-cased and lose trailing
    ``.!?`` (unless that empties them).

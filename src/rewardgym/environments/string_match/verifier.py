@@ -1,6 +1,6 @@
 """``string_match`` verify: extract a free-form answer and compare it with ``expected_answer``.
 
-Contract (NeMo Gym ``resources_servers/string_match``, ``environments.md`` §9):
+Contract (NeMo Gym ``resources_servers/string_match``, ``docs/reference/environments.md`` §9):
 
 - Row fields read: ``expected_answer`` (required), ``extraction_mode`` (``final_answer`` by default),
   ``case_sensitive`` (false by default); ``metadata`` is accepted and ignored; other fields are ignored.

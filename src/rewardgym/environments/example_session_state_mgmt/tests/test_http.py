@@ -94,7 +94,7 @@ def test_http_compatibility_with_recorded_rollouts(env: ThreadedServer) -> None:
 
 
 def test_sessions_are_isolated(env: ThreadedServer) -> None:
-    """environments.md §6 test table, with a client that never stores cookies."""
+    """docs/reference/environments.md §6 test table, with a client that never stores cookies."""
     first = call(env.url, "POST", "/get_counter_value", json={})
     assert first.json() == {"count": 0}
     mine = first.cookies

@@ -108,7 +108,7 @@ def test_compatibility_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert sum(_ours(r).reward for r in ROLLOUTS) / len(ROLLOUTS) == pytest.approx(0.4)
 
 
-# --- (2) test vectors of environments.md ------------------------------------------------------------------
+# --- (2) test vectors of docs/reference/environments.md §11 ----------------------------------------------
 @pytest.mark.parametrize(
     ("ids", "kwargs", "text", "followed", "reward"),
     [

@@ -132,7 +132,8 @@ ROW_MODE_VECTORS: list[tuple[str, Opts, str, str, str | None]] = [
     (STRICT, A_TO_J, "Candidate is \\boxed{C}, but on reflection the answer is \\boxed{E}", "E", "E"),
     (STRICT, A_TO_J, "Thinking: \\boxed{\\text{some idea}}. Final answer: \\boxed{E}", "E", "E"),
     (STRICT, ABCD, "\\boxed{c}", "C", None),
-    # Derived from the rules (environments.md §3, options A-D = Karyotyping, PCR long/short, FISH).
+    # Derived from the rules (docs/reference/environments.md §3, options A-D = Karyotyping, PCR long/short,
+    # FISH).
     (STRICT, PCR, "\\boxed{(B)}", "B", "B"),
     (STRICT, PCR, "\\boxed{B. PCR}", "B", "B"),
     (STRICT, PCR, "\\boxed{\\textbf{B}}", "B", None),

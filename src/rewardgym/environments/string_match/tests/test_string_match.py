@@ -82,7 +82,7 @@ GRADER_VECTORS: list[tuple[str, str, float]] = [
     ("oven", "  oven  ", 1.0),
     ("oven", "stove", 0.0),
     ("blue", "Blue", 1.0),
-    # Derived with the real functions (environments.md §9).
+    # Derived with the real functions (docs/reference/environments.md §9).
     ("1000", "1,000", 1.0),
     ("1000000", "1,000,000", 0.98),
     ("80", "80.0", 1.0),

@@ -129,7 +129,7 @@ def test_current_example_rows_validate_and_echo_descriptive_fields() -> None:
         assert result.schema_str == row["schema_str"]
 
 
-# --- (2) tool-call vectors of environments.md ---------------------------------------------------------------
+# --- (2) tool-call vectors of docs/reference/environments.md §14 -------------------------------------------
 RECORD = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}
 PAYLOAD = {"name": "Alice", "age": 30}
 TOOL_ROW: dict[str, Any] = {"response_mode": "tool_call", "tool_name": "extract_record"}

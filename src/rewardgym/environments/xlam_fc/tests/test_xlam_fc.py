@@ -90,7 +90,7 @@ def test_compatibility_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert [by_id[i][0].reward for i in range(5)] == [1.0, 1.0, 0.0, 0.0, 1.0]
 
 
-# --- (2) test vectors of environments.md ------------------------------------------------------------------
+# --- (2) test vectors of docs/reference/environments.md §13 ----------------------------------------------
 SF: dict[str, Any] = {"name": "get_weather", "arguments": {"city": "San Francisco"}}
 BETA: dict[str, Any] = {"name": "live_giveaways_by_type", "arguments": {"type": "beta"}}
 GAME: dict[str, Any] = {"name": "live_giveaways_by_type", "arguments": {"type": "game"}}
