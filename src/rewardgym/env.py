@@ -27,7 +27,7 @@ An environment is a resources server: a config class, the row fields its verifie
             answer = output_text(body.response).strip()
             ok = answer == body.expected_answer if self.config.case_sensitive else (
                 answer.lower() == body.expected_answer.lower())
-            return self.verify_response(body, reward=float(ok), extracted_answer=answer)
+            return Result.of(body, reward=float(ok), extracted_answer=answer)
 
 Each type is written once: the config class is the generic parameter, the request and response classes are
 ``verify``'s annotations (a ``seed_session`` body likewise), a tool's argument model is its first parameter

@@ -12,7 +12,8 @@ How :func:`lookup` finds ``(kind, name)``, first match wins:
    ``rewardgym.environments``, ``rewardgym.models`` and ``rewardgym.agents``. The convention package is
    imported first (its ``__init__`` is the cheap place for ``register_lazy`` calls), then, if still unknown,
    the module ``<package>.<name>``, which registers itself on import with ``@register``;
-4. a user class when ``name`` is written ``module.path:Class`` (the module must be importable).
+4. a user class when ``name`` is written ``module.path:Class`` (the module must be importable, from
+   ``sys.path`` or else from the working directory).
 
 Anything else is a :class:`~rewardgym.errors.ConfigError` listing the available names. :func:`available`
 and :func:`is_known` never import implementation modules (only the convention package itself).
@@ -23,8 +24,10 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import os
 import pkgutil
 import re
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
@@ -138,10 +141,23 @@ def is_known(kind: str, name: str) -> bool:
     return (":" in name and _TARGET_RE.match(name) is not None) or name in available(kind)
 
 
+def _import_user_module(module_name: str) -> Any:
+    """Import ``module_name``; when its top-level package is not importable, look in the working directory too
+    (as ``python -m`` does), so an environment folder written by ``gym env new`` works without installing."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        cwd = os.getcwd()
+        if not _is_missing_module(exc, module_name) or cwd in sys.path:
+            raise
+        sys.path.append(cwd)
+        return importlib.import_module(module_name)
+
+
 def _import_target(kind: str, name: str, target: str) -> type[Any]:
     module_name, _, attr_path = target.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        module = _import_user_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"{kind} {name!r}: cannot import module {module_name!r}: {exc}") from None
     obj: Any = module

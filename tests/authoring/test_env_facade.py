@@ -55,7 +55,7 @@ class Exact(ResourcesServer[Config]):
     async def verify(self, body: Row) -> Result:
         answer = output_text(body.response).strip()
         same = answer == body.expected_answer if self.config.case_sensitive else answer.lower() == "b"
-        return self.verify_response(body, reward=float(same), extracted_answer=answer)  # type: ignore[return-value]
+        return Result.of(body, reward=float(same), extracted_answer=answer)
 
 
 def test_every_type_is_inferred_once() -> None:

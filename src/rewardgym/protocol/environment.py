@@ -8,7 +8,7 @@ of mcqa has exactly ``responses_create_params, response, reward, expected_answer
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +48,15 @@ class VerifyResponse(BaseModel):
     responses_create_params: ResponseCreateParams
     response: Response
     reward: float
+
+    @classmethod
+    def of(cls, body: BaseModel, **fields: Any) -> Self:
+        """This response built from the verify request ``body``: every field of this class that the request
+        has is copied from it (the nested request/response models are not validated again), ``fields`` set
+        the rest (``reward=…``, ``extracted_answer=…``)."""
+        wanted = [name for name in cls.model_fields if name not in fields and hasattr(body, name)]
+        values = {name: getattr(body, name) for name in wanted} | fields
+        return cls.model_validate(values)
 
 
 class MultiRewardVerifyResponse(VerifyResponse):

@@ -179,15 +179,8 @@ class ResourcesServer(BaseServer[RC]):
 
     def verify_response(self, body: BaseModel, **fields: Any) -> VerifyResponse:
         """A ``verify_response_class`` built from the request's fields plus ``fields`` (no re-validation of
-        the nested request/response models)."""
-        cls = self.verify_response_class
-        values = {
-            name: getattr(body, name)
-            for name in cls.model_fields
-            if name not in fields and hasattr(body, name)
-        }
-        values.update(fields)
-        return cls.model_validate(values)
+        the nested request/response models); ``Result.of(body, …)`` does the same with the precise type."""
+        return self.verify_response_class.of(body, **fields)
 
     def function_tools(self) -> list[FunctionTool]:
         """OpenAI function-tool declarations of this server's tools."""

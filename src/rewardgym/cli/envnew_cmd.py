@@ -1,0 +1,98 @@
+"""``gym env new NAME``: write a working environment to start from.
+
+Contract:
+- Writes ``<dir>/<NAME>/`` (``--dir``, default the working directory): ``__init__.py``, ``app.py`` (the whole
+  environment in one file, on :mod:`rewardgym.env`), ``configs/<NAME>.yaml`` (the server as
+  ``<NAME>.app:<Class>`` plus a ``simple_agent``), ``data/example.jsonl``, ``README.md`` and
+  ``tests/test_<NAME>.py``, whose tests pass as written (``pytest <NAME>`` from ``<dir>``).
+- ``NAME`` must be a lowercase Python identifier that is not a built-in environment; an existing ``<NAME>``
+  folder is never touched (usage error, exit 2). Files are written into a temporary sibling folder that is
+  renamed into place last, so an interrupted run leaves no half-written environment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Annotated
+
+import typer
+
+from rewardgym.cli.main import env_app
+from rewardgym.environments import catalogue
+from rewardgym.errors import UsageError
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+# template file → path inside the new folder (``{name}`` replaced)
+FILES = {
+    "app.py.tmpl": "app.py",
+    "config.yaml.tmpl": "configs/{name}.yaml",
+    "example.jsonl.tmpl": "data/example.jsonl",
+    "README.md.tmpl": "README.md",
+    "test.py.tmpl": "tests/test_{name}.py",
+}
+
+
+def class_name(name: str) -> str:
+    """``my_env`` → ``MyEnv`` (the environment's class name)."""
+    return "".join(part.capitalize() for part in name.split("_") if part) or "Environment"
+
+
+def check_name(name: str) -> None:
+    """Refuse names that cannot be a package or would shadow a built-in environment."""
+    if not NAME_RE.match(name):
+        raise UsageError(f"environment name {name!r} must be a lowercase Python identifier (e.g. my_env)")
+    if name in {info.name for info in catalogue()}:
+        raise UsageError(f"{name!r} is a built-in environment; choose another name")
+
+
+def scaffold(name: str, parent: Path) -> Path:
+    """Write the environment folder ``parent/name`` (see the module docstring); returns it."""
+    check_name(name)
+    target = parent / name
+    if target.exists() or target.is_symlink():
+        raise UsageError(f"{target} already exists; choose another name or --dir")
+    if not parent.is_dir():
+        raise UsageError(f"--dir {parent} is not a folder")
+    values = {"name": name, "cls": class_name(name)}
+    templates = resources.files("rewardgym.cli") / "templates" / "newenv"
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".new", dir=parent))
+    try:
+        for template, relative in FILES.items():
+            path = staging / relative.format(name=name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = Template(templates.joinpath(template).read_text("utf-8")).substitute(values)
+            path.write_text(text, "utf-8")
+        (staging / "__init__.py").write_text(f'"""The ``{name}`` environment (see README.md)."""\n', "utf-8")
+        (staging / "tests" / "__init__.py").write_text("", "utf-8")
+        os.chmod(staging, 0o777 & ~_umask())
+        os.rename(staging, target)  # last: the folder appears whole or not at all
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+@env_app.command("new")
+def new(
+    name: Annotated[str, typer.Argument(help="The environment's name: a lowercase Python identifier.")],
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Folder to create the environment folder in.", metavar="DIR")
+    ] = Path("."),
+) -> None:
+    """Write a working environment (app, config, example data, README, tests) to start from."""
+    target = scaffold(name, directory)
+    shown = os.path.relpath(target)
+    typer.echo(f"Created {shown}/ (app.py, configs/{name}.yaml, data/example.jsonl, README.md, tests/)")
+    typer.echo(f"Next: pytest {shown}   # then see {shown}/README.md to serve and collect")
