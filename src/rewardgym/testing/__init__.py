@@ -4,7 +4,8 @@
   server on a real 127.0.0.1 port with :class:`ThreadedServer` (the ``serve`` pytest fixture does it and
   stops it after the test); :func:`serve_agent` puts a ``simple_agent`` in front of it.
 - A scripted model: :class:`OpenAIStub` is a real OpenAI-compatible upstream (Responses and Chat Completions)
-  that answers from a script and records requests (the ``scripted_model`` fixture starts one).
+  that answers from a script and records requests (the ``scripted_model`` fixture starts one);
+  :class:`ScriptedModelServer` is the same idea as one of our model servers, in-process.
 - Compatibility with recorded rollouts: :func:`match_recorded` + :func:`replay_recorded_rollouts` (through
   ``/verify``) and :func:`replay_through_agent` (whole episodes, the model replaying the recorded turns), with
   declared ``known_differences``.
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from rewardgym.servers.launch import ThreadedServer
+from rewardgym.testing.checks import COLLECTOR_COLUMNS, ScriptedModelServer, assert_echoed, post
 from rewardgym.testing.client import Reply, call
 from rewardgym.testing.items import function_call, message, response
 from rewardgym.testing.replay import (
@@ -26,6 +28,7 @@ from rewardgym.testing.replay import (
     match_recorded,
     model_turns,
     read_jsonl,
+    recorded_examples,
     replay_recorded_rollouts,
     replay_through_agent,
     user_text,
@@ -34,19 +37,24 @@ from rewardgym.testing.replay import (
 from rewardgym.testing.scripted_model import OpenAIStub, StubState, start_stub
 
 __all__ = [
+    "COLLECTOR_COLUMNS",
     "OpenAIStub",
     "Outcome",
     "Recorded",
     "ReplayMismatch",
     "Reply",
+    "ScriptedModelServer",
     "StubState",
     "ThreadedServer",
+    "assert_echoed",
     "call",
     "function_call",
     "match_recorded",
     "message",
     "model_turns",
+    "post",
     "read_jsonl",
+    "recorded_examples",
     "replay_recorded_rollouts",
     "replay_through_agent",
     "response",

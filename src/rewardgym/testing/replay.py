@@ -96,6 +96,13 @@ def match_recorded(
     return sorted(matched, key=lambda r: r.index)
 
 
+def recorded_examples(data_dir: str | Path) -> list[Recorded]:
+    """An environment folder's recordings: ``data_dir/example_rollouts.jsonl`` matched to the rows of
+    ``data_dir/example.jsonl`` by their user messages (the layout of every built-in environment)."""
+    folder = Path(data_dir)
+    return match_recorded(read_jsonl(folder / "example.jsonl"), read_jsonl(folder / "example_rollouts.jsonl"))
+
+
 def verify_keys(rollout: Mapping[str, Any]) -> set[str]:
     """The keys ``/verify`` itself returned in a recorded rollout (the collector's stamps removed)."""
     return {k for k in rollout if not k.startswith("_ng_") and k not in COLLECTOR_STAMPS}
@@ -163,6 +170,30 @@ def model_turns(output: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [*turns, {"output": current}] if current else turns
 
 
+def _episode_differences(answer: Mapping[str, Any], rollout: Mapping[str, Any]) -> list[str]:
+    """How the replayed episode's output differs from the recording: the item types in order, and each tool
+    output (same ``call_id``, JSON-equal ``output``)."""
+    ours, theirs = answer["response"]["output"], rollout["response"]["output"]
+    if [i["type"] for i in ours] != [i["type"] for i in theirs]:
+        return [f"output item types {[i['type'] for i in ours]} != recorded {[i['type'] for i in theirs]}"]
+    found = []
+    for mine, recorded in zip(ours, theirs, strict=True):
+        if recorded["type"] != "function_call_output":
+            continue
+        if mine["call_id"] != recorded["call_id"]:
+            found.append(f"tool output call_id {mine['call_id']!r} != recorded {recorded['call_id']!r}")
+        elif _as_json(mine["output"]) != _as_json(recorded["output"]):
+            found.append(f"tool output of {recorded['call_id']!r} differs: {mine['output'][:200]!r}")
+    return found
+
+
+def _as_json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+
+
 def replay_through_agent(
     agent_url: str,
     model: OpenAIStub,
@@ -172,7 +203,8 @@ def replay_through_agent(
     known_differences: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> list[Outcome]:
     """Run each recorded episode through the agent at ``agent_url`` with ``model`` replaying the recorded
-    model turns; every turn must be used and the chosen fields must match (see the module docstring)."""
+    model turns: every turn must be used, the output items must have the recorded types in order, each tool
+    output must equal the recorded one, and the chosen fields must match (see the module docstring)."""
     known = known_differences or {}
     outcomes, problems = [], []
     for item in recorded:
@@ -184,7 +216,9 @@ def replay_through_agent(
             continue
         if model.state.script:
             problems.append(f"row {item.index}: {len(model.state.script)} recorded model turn(s) not used")
-        outcomes.append(Outcome(item, reply.json(), _expected(item, fields, known)))
+        answer = reply.json()
+        problems.extend(f"row {item.index}: {p}" for p in _episode_differences(answer, item.rollout))
+        outcomes.append(Outcome(item, answer, _expected(item, fields, known)))
     _check(outcomes, fields, False, problems, "recorded")
     if problems:
         raise ReplayMismatch(

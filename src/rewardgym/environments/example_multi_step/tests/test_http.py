@@ -14,22 +14,33 @@ from omegaconf import OmegaConf
 from rewardgym.environments.example_multi_step.app import ExampleMultiStepServer
 from rewardgym.environments.example_multi_step.tests.test_example_multi_step import (
     EXTRAS,
-    _matched,
 )
 from rewardgym.errors import ConfigError
 from rewardgym.registry import lookup
-from rewardgym.testing import OpenAIStub, ThreadedServer, call, read_jsonl, serve_agent
+from rewardgym.testing import (
+    OpenAIStub,
+    Recorded,
+    ThreadedServer,
+    call,
+    read_jsonl,
+    recorded_examples,
+    replay_recorded_rollouts,
+    replay_through_agent,
+    serve_agent,
+)
 from rewardgym.testing.items import function_call as _call
 from rewardgym.testing.items import message as _message
 from rewardgym.testing.items import response as _response
-from rewardgym.testing.replay import model_turns as _model_turns
-from rewardgym.testing.replay import verify_keys as _stamps_removed
 
 NAME = "example_multi_step"
 ROOT = Path(__file__).resolve().parents[1]
 ROW = read_jsonl(ROOT / "data" / "example.jsonl")[0]
 Serve = Callable[[Any], ThreadedServer]
 Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
+
+
+def _recorded() -> list[Recorded]:
+    return recorded_examples(ROOT / "data")
 
 
 def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
@@ -72,20 +83,7 @@ def test_tool_declarations_equal_the_rows() -> None:
 
 def test_http_compatibility_with_recorded_rollouts(env: ThreadedServer) -> None:
     assert call(env.url, "GET", "/reverify_mode").json() == "stateless"
-    table = [f"{NAME} row | ours reward, parsed | NeMo Gym reward, parsed"]
-    for index, row, rollout in _matched():
-        reply = call(env.url, "POST", "/verify", json=row | {"response": rollout["response"]})
-        assert reply.status == 200, reply.body
-        answer = reply.json()
-        assert set(answer) == _stamps_removed(rollout)
-        assert answer["reward"] == rollout["reward"]
-        for key in EXTRAS:
-            assert answer[key] == rollout[key], key
-        table.append(
-            f"{index} | {answer['reward']}, {answer['parsed_synonym_values']} | "
-            f"{rollout['reward']}, {rollout['parsed_synonym_values']}"
-        )
-    print("\n" + "\n".join(table))
+    assert replay_recorded_rollouts(env.url, _recorded(), fields=("reward", *EXTRAS))
 
 
 def test_tools_over_http(env: ThreadedServer) -> None:
@@ -144,24 +142,10 @@ def test_aggregate_metrics(env: ThreadedServer) -> None:
 def test_recorded_episodes_through_simple_agent(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
-    runner, app = scripted_model
+    runner, model = scripted_model
     agent = _agent(serve, env.url, runner.url)
-    for _, row, rollout in _matched():
-        recorded = rollout["response"]["output"]
-        app.state.mode = "script"
-        app.state.script = _model_turns(recorded)
-        reply = call(agent.url, "POST", "/run", json=row)
-        assert reply.status == 200, reply.body
-        answer = reply.json()
-        assert answer["reward"] == rollout["reward"]
-        assert answer["parsed_synonym_values"] == rollout["parsed_synonym_values"]
-        ours = answer["response"]["output"]
-        assert [i["type"] for i in ours] == [i["type"] for i in recorded]
-        for mine, theirs in zip(ours, recorded, strict=True):
-            if theirs["type"] == "function_call_output":
-                assert mine["call_id"] == theirs["call_id"]
-                assert json.loads(mine["output"]) == json.loads(theirs["output"])
-        assert not app.state.script  # every recorded model turn was used
+    outcomes = replay_through_agent(agent.url, model, _recorded(), fields=("reward", "parsed_synonym_values"))
+    assert outcomes
 
 
 def test_malformed_arguments_and_unknown_tool_reach_the_model(

@@ -26,7 +26,7 @@ from rewardgym.environments.example_session_state_mgmt.verifier import (
     verify,
 )
 from rewardgym.protocol import FunctionCall, dump, function_calls
-from rewardgym.testing import match_recorded, read_jsonl
+from rewardgym.testing import read_jsonl, recorded_examples
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = ExampleSessionStateMgmtConfig()
@@ -44,8 +44,7 @@ def _strip_titles(node: Any) -> Any:
 
 def _matched() -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     """(example row index, example row, recorded rollout), matched by the user message."""
-    recorded = match_recorded(read_jsonl(DATA / "example.jsonl"), read_jsonl(DATA / "example_rollouts.jsonl"))
-    return [(r.index, r.row, r.rollout) for r in recorded]
+    return [(r.index, r.row, r.rollout) for r in recorded_examples(DATA)]
 
 
 def _run_tool(call: FunctionCall, state: dict[str, Any]) -> dict[str, Any]:

@@ -17,11 +17,19 @@ from rewardgym.environments.example_session_state_mgmt.tests.test_example_sessio
 )
 from rewardgym.errors import ConfigError
 from rewardgym.registry import lookup
-from rewardgym.testing import OpenAIStub, ThreadedServer, call, read_jsonl, serve_agent
+from rewardgym.testing import (
+    OpenAIStub,
+    Recorded,
+    ThreadedServer,
+    call,
+    read_jsonl,
+    recorded_examples,
+    replay_through_agent,
+    serve_agent,
+)
 from rewardgym.testing.items import function_call as _call
 from rewardgym.testing.items import message as _message
 from rewardgym.testing.items import response as _response
-from rewardgym.testing.replay import model_turns as _model_turns
 from rewardgym.testing.replay import verify_keys as _stamps_removed
 
 NAME = "example_session_state_mgmt"
@@ -29,6 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ROW = read_jsonl(ROOT / "data" / "example.jsonl")[0]  # initial 3, expected 6
 Serve = Callable[[Any], ThreadedServer]
 Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
+
+
+def _recorded() -> list[Recorded]:
+    return recorded_examples(ROOT / "data")
 
 
 def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
@@ -140,23 +152,10 @@ def test_recorded_episodes_through_simple_agent(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     """Cookies are threaded seed → tools → verify by the agent: the counters reach the recorded totals."""
-    runner, app = scripted_model
+    runner, model = scripted_model
     agent = _agent(serve, env.url, runner.url)
-    for _, row, rollout in _matched():
-        recorded = rollout["response"]["output"]
-        app.state.mode = "script"
-        app.state.script = _model_turns(recorded)
-        reply = call(agent.url, "POST", "/run", json=row)
-        assert reply.status == 200, reply.body
-        answer = reply.json()
-        assert answer["reward"] == rollout["reward"] == 1.0
-        ours = answer["response"]["output"]
-        assert [i["type"] for i in ours] == [i["type"] for i in recorded]
-        for mine, theirs in zip(ours, recorded, strict=True):
-            if theirs["type"] == "function_call_output":
-                assert mine["call_id"] == theirs["call_id"]
-                assert json.loads(mine["output"]) == json.loads(theirs["output"])
-        assert not app.state.script  # every recorded model turn was used
+    outcomes = replay_through_agent(agent.url, model, _recorded(), fields=("reward",))
+    assert outcomes
 
 
 def test_malformed_arguments_and_unknown_tool_then_the_session_continues(

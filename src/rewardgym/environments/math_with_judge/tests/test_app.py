@@ -23,16 +23,15 @@ from rewardgym.environments.math_with_judge.tests.test_math_with_judge import (
     _request,
 )
 from rewardgym.errors import ConfigError
-from rewardgym.protocol import Response, ResponseCreateParams, dump
+from rewardgym.protocol import Response, dump
 from rewardgym.registry import lookup
-from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.http import HttpClient, HttpReply
+from rewardgym.servers.http import HttpClient
 from rewardgym.servers.launch import ThreadedServer
 from rewardgym.servers.plan import child_specs, validate_specs
 from rewardgym.servers.spec import server_class
+from rewardgym.testing import COLLECTOR_COLUMNS, assert_echoed, post
 
-STAMPS = {"_ng_task_index", "_ng_rollout_index", "agent_ref"}
-"""Columns the collector adds to a rollout row; /verify never returns them."""
+STAMPS = COLLECTOR_COLUMNS
 POLICY = ["++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=dummy", "++policy_model_name=m"]
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -72,18 +71,6 @@ def fresh_judge(judge: JudgeStub) -> JudgeStub:
     judge.replies.clear()
     judge.requests.clear()
     return judge
-
-
-async def post(url: str, body: Any) -> HttpReply:
-    async with HttpClient(HttpClientConfig(max_attempts=1)) as http:
-        return await http.post(url, json=body, raise_for_status=False)
-
-
-def assert_echoed(ours: dict[str, Any], row: dict[str, Any], response: dict[str, Any]) -> None:
-    """The answer echoes the posted params and response unchanged (compared as validated wire models)."""
-    assert Response.model_validate(ours["response"]) == Response.model_validate(response)
-    params = ResponseCreateParams.model_validate
-    assert params(ours["responses_create_params"]) == params(row["responses_create_params"])
 
 
 @module_loop

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -12,16 +11,15 @@ from rewardgym.config import load_config_from_flags
 from rewardgym.environments.mcqa.app import MCQAServer
 from rewardgym.environments.mcqa.tests.test_mcqa import KNOWN_DIFFERENCES, _compat_rows, _request
 from rewardgym.errors import ConfigError
-from rewardgym.protocol import Response, ResponseCreateParams, dump
+from rewardgym.protocol import dump
 from rewardgym.registry import lookup
-from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.http import HttpClient, HttpReply
+from rewardgym.servers.http import HttpClient
 from rewardgym.servers.launch import ThreadedServer
 from rewardgym.servers.plan import child_specs, validate_specs
 from rewardgym.servers.spec import server_class
+from rewardgym.testing import COLLECTOR_COLUMNS, assert_echoed, post
 
-STAMPS = {"_ng_task_index", "_ng_rollout_index", "agent_ref"}
-"""Columns the collector adds to a rollout row; /verify never returns them."""
+STAMPS = COLLECTOR_COLUMNS
 POLICY = ["++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=dummy", "++policy_model_name=m"]
 
 
@@ -29,18 +27,6 @@ POLICY = ["++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=dummy", "
 def server() -> Iterator[ThreadedServer]:
     with ThreadedServer(MCQAServer({"name": "mcqa", "log_level": "WARNING"})) as running:
         yield running
-
-
-async def post(url: str, body: Any) -> HttpReply:
-    async with HttpClient(HttpClientConfig(max_attempts=1)) as http:
-        return await http.post(url, json=body, raise_for_status=False)
-
-
-def assert_echoed(ours: dict[str, Any], row: dict[str, Any], response: dict[str, Any]) -> None:
-    """The answer echoes the posted params and response unchanged (compared as validated wire models)."""
-    assert Response.model_validate(ours["response"]) == Response.model_validate(response)
-    params = ResponseCreateParams.model_validate
-    assert params(ours["responses_create_params"]) == params(row["responses_create_params"])
 
 
 async def test_http_compatibility_with_recorded_rollouts(server: ThreadedServer) -> None:

@@ -1,7 +1,7 @@
 """structured_outputs over real HTTP: recorded rollouts via /verify and simple_agent, tool-call episodes.
 
 Every server is real and on a 127.0.0.1 port: the environment, ``simple_agent`` (under the instance name the
-rows' ``agent_ref`` uses) and a scripted model server (:class:`ScriptedModel`) that replays model turns.
+rows' ``agent_ref`` uses) and a scripted model server (:class:`ScriptedModelServer`) that replays model turns.
 """
 
 from __future__ import annotations
@@ -25,18 +25,15 @@ from rewardgym.environments.structured_outputs.tests.test_structured_outputs imp
 )
 from rewardgym.environments.structured_outputs.verifier import DescriptiveFields
 from rewardgym.errors import ConfigError
-from rewardgym.protocol import Response, ResponseCreateParams
+from rewardgym.protocol import Response
 from rewardgym.registry import lookup
-from rewardgym.servers.config import HttpClientConfig, ServerConfig
-from rewardgym.servers.errors import ApiError
-from rewardgym.servers.http import HttpClient, HttpReply
+from rewardgym.servers.http import HttpClient
 from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.model import CallContext, ModelServer
 from rewardgym.servers.plan import child_specs, validate_specs
 from rewardgym.servers.spec import server_class
+from rewardgym.testing import COLLECTOR_COLUMNS, ScriptedModelServer, post
 
-STAMPS = {"_ng_task_index", "_ng_rollout_index", "agent_ref"}
-"""Columns the collector adds to a rollout row; /verify never returns them."""
+STAMPS = COLLECTOR_COLUMNS
 OUR_COLUMNS = {"schema_str", "schema_type", "error_type", "error_message", *DescriptiveFields.model_fields}
 """Columns current NeMo Gym and we return that the 2025-10 recording (``reward`` only) lacks (README)."""
 AGENT = "structured_outputs_v4_simple_agent"
@@ -63,29 +60,10 @@ ROW0_PAYLOAD = {
 """A payload valid for ``example.jsonl`` row 0's schema (values from its reference text)."""
 
 
-class ScriptedModel(ModelServer[ServerConfig]):
-    """A model server answering each ``/v1/responses`` call with the next scripted list of output items."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        super().__init__(config)
-        self.script: list[list[dict[str, Any]]] = []
-        self.requests: list[dict[str, Any]] = []
-
-    async def responses(self, params: ResponseCreateParams, ctx: CallContext) -> Response:
-        self.requests.append(params.model_dump(mode="json", exclude_unset=True))
-        if not self.script:
-            raise ApiError(500, "the script is exhausted: the agent called the model too often")
-        usage = {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}
-        return Response.model_validate(
-            {"id": "resp_scripted", "created_at": 0.0, "model": "scripted", "output": self.script.pop(0)}
-            | {"usage": usage}
-        )
-
-
 @pytest.fixture(scope="module")
 def world() -> Iterator[dict[str, Any]]:
     """The environment, the scripted model and a simple_agent wired to both, each on a real port."""
-    model = ScriptedModel({"name": "policy_model", **QUIET})
+    model = ScriptedModelServer({"name": "policy_model", **QUIET})
     env_server = StructuredOutputsServer({"name": "structured_outputs", **QUIET})
     with ThreadedServer(env_server) as env, ThreadedServer(model) as model_url:
         agent = SimpleAgent(
@@ -102,16 +80,11 @@ def world() -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture
-def model(world: dict[str, Any]) -> ScriptedModel:
-    scripted: ScriptedModel = world["model"]
+def model(world: dict[str, Any]) -> ScriptedModelServer:
+    scripted: ScriptedModelServer = world["model"]
     scripted.script.clear()
     scripted.requests.clear()
     return scripted
-
-
-async def post(url: str, body: Any) -> HttpReply:
-    async with HttpClient(HttpClientConfig(max_attempts=1)) as http:
-        return await http.post(url, json=body, raise_for_status=False)
 
 
 def recorded_row(rollout: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +116,9 @@ async def test_http_compatibility_with_recorded_rollouts(world: dict[str, Any]) 
     print("\n" + "\n".join(table))
 
 
-async def test_recorded_episodes_through_simple_agent(world: dict[str, Any], model: ScriptedModel) -> None:
+async def test_recorded_episodes_through_simple_agent(
+    world: dict[str, Any], model: ScriptedModelServer
+) -> None:
     table = ["structured_outputs episodes (simple_agent + scripted model): rollout | ours | NeMo Gym"]
     for index, rollout in enumerate(ROLLOUTS):
         model.script[:] = [rollout["response"]["output"]]
@@ -158,7 +133,7 @@ async def test_recorded_episodes_through_simple_agent(world: dict[str, Any], mod
 
 
 async def test_tool_call_row_episode_scores_the_single_call(
-    world: dict[str, Any], model: ScriptedModel
+    world: dict[str, Any], model: ScriptedModelServer
 ) -> None:
     row = EXAMPLE_ROWS[0]
     arguments = json.dumps({row["tool_payload_key"]: ROW0_PAYLOAD}, ensure_ascii=False)
@@ -180,7 +155,7 @@ async def test_tool_call_row_episode_scores_the_single_call(
 
 
 async def test_malformed_tool_arguments_go_back_to_the_model(
-    world: dict[str, Any], model: ScriptedModel
+    world: dict[str, Any], model: ScriptedModelServer
 ) -> None:
     row = EXAMPLE_ROWS[0]
     model.script[:] = [[call(row["tool_name"], '{"extraction": {')], [_message("I could not do it.")]]

@@ -1,7 +1,7 @@
 """xlam_fc over real HTTP: recorded rollouts via /verify and as full simple_agent episodes, tool errors.
 
 Every server is real and on a 127.0.0.1 port: the environment, ``simple_agent``, and a scripted model server
-(:class:`ScriptedModel`) that replays the model turns of a recorded trajectory.
+(:class:`ScriptedModelServer`) that replays the model turns of a recorded trajectory.
 """
 
 from __future__ import annotations
@@ -18,45 +18,23 @@ from rewardgym.config import load_config_from_flags
 from rewardgym.environments.xlam_fc.app import XlamFcServer
 from rewardgym.environments.xlam_fc.tests.test_xlam_fc import COLUMNS, ROLLOUTS, ROWS_BY_QUERY, _call, _query
 from rewardgym.errors import ConfigError
-from rewardgym.protocol import Response, ResponseCreateParams
+from rewardgym.protocol import Response
 from rewardgym.registry import lookup
-from rewardgym.servers.config import HttpClientConfig, ServerConfig
-from rewardgym.servers.errors import ApiError
-from rewardgym.servers.http import HttpClient, HttpReply
+from rewardgym.servers.http import HttpClient
 from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.model import CallContext, ModelServer
 from rewardgym.servers.plan import child_specs, validate_specs
 from rewardgym.servers.spec import server_class
+from rewardgym.testing import COLLECTOR_COLUMNS, ScriptedModelServer, post
 
-STAMPS = {"_ng_task_index", "_ng_rollout_index", "agent_ref"}
-"""Columns the collector adds to a rollout row; /verify never returns them."""
+STAMPS = COLLECTOR_COLUMNS
 POLICY = ["++policy_base_url=http://127.0.0.1:9/v1", "++policy_api_key=dummy", "++policy_model_name=m"]
 QUIET = {"log_level": "ERROR"}
-
-
-class ScriptedModel(ModelServer[ServerConfig]):
-    """A model server answering each ``/v1/responses`` call with the next scripted list of output items."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        super().__init__(config)
-        self.script: list[list[dict[str, Any]]] = []
-        self.requests: list[dict[str, Any]] = []
-
-    async def responses(self, params: ResponseCreateParams, ctx: CallContext) -> Response:
-        self.requests.append(params.model_dump(mode="json", exclude_unset=True))
-        if not self.script:
-            raise ApiError(500, "the script is exhausted: the agent called the model too often")
-        usage = {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}
-        return Response.model_validate(
-            {"id": "resp_scripted", "created_at": 0.0, "model": "scripted", "output": self.script.pop(0)}
-            | {"usage": usage}
-        )
 
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[dict[str, Any]]:
     """The environment, the scripted model and a simple_agent wired to both, each on a real port."""
-    model = ScriptedModel({"name": "policy_model", **QUIET})
+    model = ScriptedModelServer({"name": "policy_model", **QUIET})
     with (
         ThreadedServer(XlamFcServer({"name": "xlam_fc", **QUIET})) as env,
         ThreadedServer(model) as model_url,
@@ -76,16 +54,11 @@ def world() -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture
-def model(world: dict[str, Any]) -> ScriptedModel:
-    scripted: ScriptedModel = world["model"]
+def model(world: dict[str, Any]) -> ScriptedModelServer:
+    scripted: ScriptedModelServer = world["model"]
     scripted.script.clear()
     scripted.requests.clear()
     return scripted
-
-
-async def post(url: str, body: Any) -> HttpReply:
-    async with HttpClient(HttpClientConfig(max_attempts=1)) as http:
-        return await http.post(url, json=body, raise_for_status=False)
 
 
 def model_turns(output: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -121,7 +94,9 @@ async def test_http_compatibility_with_recorded_rollouts(world: dict[str, Any]) 
     print("\n" + "\n".join(table))
 
 
-async def test_recorded_episodes_through_simple_agent(world: dict[str, Any], model: ScriptedModel) -> None:
+async def test_recorded_episodes_through_simple_agent(
+    world: dict[str, Any], model: ScriptedModelServer
+) -> None:
     table = [
         "xlam_fc episodes (simple_agent + scripted model): row id | ours reward | NeMo Gym | tool outputs"
     ]
@@ -147,7 +122,7 @@ async def test_recorded_episodes_through_simple_agent(world: dict[str, Any], mod
 
 
 async def test_malformed_arguments_are_answered_to_the_model(
-    world: dict[str, Any], model: ScriptedModel
+    world: dict[str, Any], model: ScriptedModelServer
 ) -> None:
     row = ROWS_BY_QUERY[_query(ROLLOUTS[0])]
     expected = row["expected_answers"][0]
