@@ -64,27 +64,31 @@ def _spools(pid: int) -> list[Path]:
     return found
 
 
-def _kill_when(gym: GymProcess, ready: Callable[[], bool]) -> list[int]:
-    """SIGKILL ``gym`` as soon as ``ready()``; returns the pids of its children at that moment."""
+def _kill_when(gym: GymProcess, ready: Callable[[], bool]) -> list[psutil.Process]:
+    """SIGKILL ``gym`` as soon as ``ready()``; returns its children at that moment."""
     assert poll(lambda: ready() or not gym.running, timeout=120, interval=0.002), gym.text
     assert gym.running, f"the profiler ended before the moment to kill it:\n{gym.text}"
-    helpers = [child.pid for child in psutil.Process(gym.pid).children()]
+    helpers = psutil.Process(gym.pid).children()
     os.kill(gym.pid, signal.SIGKILL)
     gym.proc.wait()
     return helpers
 
 
-def _no_process_left(marker: str, helpers: list[int]) -> None:
-    left = poll(lambda: not marked_processes(marker), timeout=10)
-    assert left, "processes outlived the killed profiler:\n" + describe(marked_processes(marker))
-    assert not [pid for pid in helpers if psutil.pid_exists(pid) and _alive(pid)]
-
-
-def _alive(pid: int) -> bool:
+def _running(proc: psutil.Process) -> bool:
+    """Whether ``proc`` (the very process: pid and start time) still runs (a zombie has ended)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _no_process_left(marker: str, helpers: list[psutil.Process]) -> None:
+    """Nothing in the process table carries the run's marker, and each helper seen at the kill has ended
+    (checked by pid and start time: a dying process no longer shows its environment)."""
+    gone = poll(lambda: not marked_processes(marker) and not any(map(_running, helpers)), timeout=10)
+    assert gone, "processes outlived the killed profiler:\n" + describe(
+        [*marked_processes(marker), *filter(_running, helpers)]
+    )
 
 
 def _rerun_cleans_up(folder: Path, leftovers: list[Path], expected: dict[str, bytes]) -> None:
