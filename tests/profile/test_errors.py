@@ -281,14 +281,14 @@ def test_no_output_is_replaced_when_writing_fails(files: tuple[Path, Path], tmp_
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left behind
 
 
-def test_empty_files_give_empty_outputs(tmp_path: Path) -> None:
-    inputs = tmp_path / "e_materialized_inputs.jsonl"
-    rollouts = tmp_path / "e.jsonl"
-    inputs.write_bytes(b"")
-    rollouts.write_bytes(b"")
-    run = _profile(inputs, rollouts)
-    assert run.returncode == 0, run.stderr
-    assert "Reward profile completion: 0/0 rollout rows (100.00%)" in run.stdout
-    assert (tmp_path / "e_reward_profiling.jsonl").read_bytes() == b""
-    assert (tmp_path / "e_agent_metrics.json").read_bytes() == b"[]"
-    assert (tmp_path / "e_repeat_level_metrics.json").read_bytes() == b"[]"
+def test_an_empty_collection_is_an_error_not_empty_outputs(files: tuple[Path, Path], tmp_path: Path) -> None:
+    """Nothing to profile is said, not written: empty inputs, or no rollouts at all (even when partial)."""
+    inputs, rollouts = files
+    empty = tmp_path / "e.jsonl"
+    empty.write_bytes(b"")
+    _fails(_profile(empty, rollouts), "e.jsonl' (--inputs) holds no rows: there is nothing to profile")
+    stderr = _fails(
+        _profile(inputs, empty, "--allow-partial-rollouts"), "e.jsonl' (--rollouts) holds no rollouts"
+    )
+    assert "4 input rows are all still missing" in stderr
+    assert _outputs(tmp_path) == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardgym.io.jsonl import atomic_writer
+from rewardgym.io.outputs import atomic_writer
 from rewardgym.profile.writer import MAX_PIECES, PieceWriteError, write_pieces
 
 

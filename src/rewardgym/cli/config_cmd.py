@@ -16,7 +16,8 @@ import typer
 
 from rewardgym.cli.main import config_app
 from rewardgym.cli.overrides import split_overrides
-from rewardgym.config import load_config_from_flags, redact_text
+from rewardgym.config import GymConfig, load_config_from_flags, redact_text
+from rewardgym.config.files import ENV_YAML_NAME
 
 ConfigOpt = Annotated[
     list[Path] | None,
@@ -94,3 +95,12 @@ def show(
     else:
         text = cfg.to_yaml(redacted=True).rstrip("\n")
     typer.echo(redact_text(text))
+
+
+def read_files(cfg: GymConfig, *more: Path | None) -> tuple[tuple[Path, str], ...]:
+    """The files a command read besides its data (config files, env.yaml, ``more``): none may be an
+    output."""
+    found = [(path, "config") for path in cfg.config_files]
+    found += [(Path(ENV_YAML_NAME), "env.yaml")]
+    found += [(path, "--prompt-config") for path in more if path is not None]
+    return tuple(found)

@@ -69,7 +69,12 @@ def _print_summary(result: ProfileResult, seconds: float) -> None:
             share = 100.0 * count / summary.tasks if summary.tasks else 0.0
             table.add_row(label, str(count), f"{share:.1f} %")
         console.print(table)
-    if summary.mean_reward is None:
+    if result.task_row_count == 0:
+        console.print(
+            f"No measured rollouts: all {result.masked_rollouts} rollouts are masked (mask_sample), so the "
+            "per-task and repeat-level files are empty and the agent file holds coverage only."
+        )
+    elif summary.mean_reward is None:
         console.print("No reward values to summarise.")
     else:
         line = f"Mean reward: {summary.mean_reward:.4f}"

@@ -26,6 +26,7 @@ from rewardgym.cli.config_cmd import (
     ModelUrlOpt,
     ResourcesServerOpt,
     SearchDirOpt,
+    read_files,
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
@@ -41,6 +42,7 @@ from rewardgym.collect.reverify import (
     RESOURCES_KIND,
     ReverifySettings,
     agents_of,
+    guard_reverify_outputs,
     output_path,
     reverify_config,
     reverify_modes,
@@ -50,7 +52,8 @@ from rewardgym.collect.reverify import (
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config, load_config_from_flags
 from rewardgym.errors import UsageError
-from rewardgym.io.jsonl import atomic_writer, read_jsonl_tolerant
+from rewardgym.io.jsonl import read_jsonl_tolerant
+from rewardgym.io.outputs import atomic_writer, guard_outputs, remove_stale
 from rewardgym.protocol import keys
 
 
@@ -98,7 +101,10 @@ def reverify(
     settings = ReverifySettings(
         inputs=inputs, rollouts=rollouts, output=output, concurrency=concurrency, resume=resume,
         overwrite=overwrite, force=force, disable_aggregation=disable_aggregation,
+        read_files=read_files(cfg),
     )  # fmt: skip
+    # Before any server starts: either name may be written (unsafe_* when an environment is not stateless).
+    guard_reverify_outputs(settings, output_path(settings, False), output_path(settings, True))
     logs = (log_dir or output.parent / "logs").expanduser().resolve()
     aio.run(_reverify(settings, served_cfg, routes, logs))
 
@@ -141,10 +147,10 @@ def aggregate(
     paths = sorted({Path(p) for pattern in input_globs.split(",") for p in glob.glob(pattern.strip())})
     if not paths:
         raise UsageError(f"no rollout file matches --input {input_globs!r}")
-    if any(path.resolve() == output.resolve() for path in paths):
-        raise UsageError(
-            f"--output '{output}' is also one of the --input shards; write the merged file elsewhere"
-        )
+    guard_outputs(
+        [(output, "--output"), (RunOutputs(output).aggregate_metrics, "output (written next to --output)")],
+        [(path, "--input shard") for path in paths],
+    )
     cfg = load_config([], overrides, require_complete=False)
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
@@ -171,6 +177,7 @@ async def _aggregate(paths: list[Path], output: Path, head: str, headers: dict[s
     groups = group_by_agent(paths)
     merged = sorted(rows, key=lambda r: (r[keys.TASK_INDEX], r[keys.ROLLOUT_INDEX]))
     output.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(output.parent)  # temp files of killed runs (their owner is gone)
     with atomic_writer(output) as handle:
         for row in merged:
             handle.write(orjson.dumps(row) + b"\n")

@@ -26,13 +26,14 @@ from rewardgym.cli.config_cmd import (
     ModelUrlOpt,
     ResourcesServerOpt,
     SearchDirOpt,
+    read_files,
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions, PromptConfig, RepeatSpec
-from rewardgym.collect.runner import CollectSettings, format_summary, run_collection
+from rewardgym.collect.runner import CollectSettings, format_summary, guard_run_outputs, run_collection
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
@@ -225,7 +226,9 @@ def run(
         retry_failed=retry_failed,
         disable_aggregation=disable_aggregation or _as_bool(cfg, "disable_aggregation"),
         fingerprint_settings=_fingerprint_settings(cfg, materialize, explicit),
+        read_files=read_files(cfg, prompt_config),
     )
+    guard_run_outputs(settings)  # before any server starts or any file (a log folder) is created
     token = cfg.get("auth_token")
     headers = {"X-Rewardgym-Token": str(token)} if token else None
     if no_serve:

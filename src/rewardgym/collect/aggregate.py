@@ -16,7 +16,8 @@ import aiohttp
 import orjson
 
 from rewardgym.errors import ServerError
-from rewardgym.io.jsonl import atomic_write_bytes, read_jsonl_tolerant
+from rewardgym.io.jsonl import read_jsonl_tolerant
+from rewardgym.io.outputs import atomic_write_bytes
 from rewardgym.protocol import keys
 
 _DROPPED = frozenset(

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from rewardgym.errors import DataError, UsageError
-from rewardgym.io.jsonl import atomic_write_bytes
+from rewardgym.io.outputs import atomic_write_bytes
 
 _VOLATILE_KEYS = frozenset({"host", "port", "url", "pid", "disallowed_ports", "head_server"})
 

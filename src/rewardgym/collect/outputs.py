@@ -33,6 +33,21 @@ class RunOutputs:
     def fingerprint(self) -> Path:
         return sibling(self.rollouts, "_run", ".json")
 
+    @property
+    def lock(self) -> Path:
+        """The run lock (see :mod:`rewardgym.collect.runlock`)."""
+        return self.rollouts.with_name(f".{self.rollouts.name}.lock")
+
+    def labelled(self) -> list[tuple[Path, str]]:
+        """Every file the run may write, each with how messages name it (for
+        :func:`rewardgym.io.outputs.guard_outputs`)."""
+        beside = "written next to --output"
+        return [
+            (self.rollouts, "--output"),
+            *((path, f"output ({beside})") for path in (self.materialized, *self.stale()[1:])),
+            (self.lock, f"run lock ({beside})"),
+        ]
+
     def stale(self) -> list[Path]:
         """Outputs a fresh run replaces (the materialized file is rewritten atomically, not listed)."""
         return [self.rollouts, self.failures, self.aggregate_metrics, self.fingerprint]

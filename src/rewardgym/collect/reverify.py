@@ -5,6 +5,9 @@ Each rollout's materialized row plus its stored ``response`` is POSTed straight 
 (``GET /reverify_mode``) give trustworthy rewards; ``force`` re-scores the others anyway and the output name
 is prefixed ``unsafe_``. Failures and resume behave as in collection: a failure is recorded in
 ``<stem>_failures.jsonl`` (never a reward), ``resume`` skips keys already in the output.
+
+No output may be one of the inputs: re-scoring ``--rollouts R`` into ``-o R`` is refused before anything
+is touched (rollouts whose re-verification failed would otherwise be lost from R); write elsewhere.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from rewardgym.collect.runner import failure_row
 from rewardgym.config import GymConfig
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import JsonlAppender, iter_jsonl
+from rewardgym.io.outputs import guard_outputs
 from rewardgym.protocol import keys
 
 RESOURCES_KIND: Final = "resources_servers"
@@ -52,11 +56,21 @@ class ReverifySettings:
     overwrite: bool = False
     force: bool = False
     disable_aggregation: bool = False
+    read_files: tuple[tuple[Path, str], ...] = ()
+    """Other files the command read (config files): no output may be one of them."""
 
 
 def output_path(settings: ReverifySettings, unsafe: bool) -> Path:
     out = settings.output
     return out.with_name(f"unsafe_{out.name}") if unsafe else out
+
+
+def guard_reverify_outputs(settings: ReverifySettings, *out_paths: Path) -> None:
+    """Refuse outputs that are inputs (re-scoring ``R`` into ``R`` included) or exist as non-regular files,
+    before anything is touched (see :func:`rewardgym.io.outputs.guard_outputs`)."""
+    inputs = [(settings.inputs, "--inputs"), (settings.rollouts, "--rollouts"), *settings.read_files]
+    for path in out_paths or (settings.output,):
+        guard_outputs(RunOutputs(path).labelled(), inputs)
 
 
 def reverify_config(cfg: GymConfig) -> tuple[GymConfig, dict[str, str]]:
@@ -150,6 +164,7 @@ async def run_reverify(
     """Re-verify every stored rollout through ``urls`` (agent name → resources server URL)."""
     out = out or sys.stdout
     outputs = RunOutputs(out_path)
+    guard_reverify_outputs(settings, out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with run_lock(outputs):
         return await _reverify(settings, urls, outputs, out)

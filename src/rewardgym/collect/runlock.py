@@ -6,8 +6,8 @@ Contract of :func:`run_lock`:
   lock never blocks a later run. A second ``gym eval run`` (or ``--resume``) on the same ``--output`` while
   one is running is refused with a :class:`~rewardgym.errors.UsageError` naming the holder's pid — two runs
   appending to one rollouts file would interleave their rows and duplicate keys.
-- Holding the lock, it removes the temporary files (``.<name>.*.tmp``) that an atomic write of one of the
-  run's outputs left behind when its process was killed mid-write: nobody else can be writing them.
+- Holding the lock, it removes the temp files that interrupted writes left behind when their process was
+  killed (see :func:`remove_leftover_temp_files`).
 - The lock file is removed when the run ends (while still held; a waiting run that opened the removed file
   notices and locks the new one), so it is only left behind by a killed run, empty and harmless. Nothing is
   written into it — the holder's pid is read from ``/proc/locks`` — so a refused run changes no file.
@@ -24,10 +24,11 @@ from pathlib import Path
 
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.errors import UsageError
+from rewardgym.io.outputs import remove_stale
 
 
 def lock_path(outputs: RunOutputs) -> Path:
-    return outputs.rollouts.with_name(f".{outputs.rollouts.name}.lock")
+    return outputs.lock
 
 
 @contextlib.contextmanager
@@ -35,7 +36,7 @@ def run_lock(outputs: RunOutputs) -> Iterator[None]:
     """Hold the run's lock (see the module docstring)."""
     path = lock_path(outputs)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -79,11 +80,20 @@ def lock_holder(inode: int) -> str | None:
 
 
 def remove_leftover_temp_files(outputs: RunOutputs) -> list[Path]:
-    """Delete temp files of interrupted atomic writes of the run's outputs; returns what was removed."""
-    removed: list[Path] = []
+    """Delete what interrupted writes of the run's outputs left behind; returns what was removed.
+
+    Every temp file of ours whose owner is gone (:func:`rewardgym.io.outputs.remove_stale`, the whole
+    folder), and — safe only under the lock — the differently named temp files of earlier versions
+    (``.<name>.*.tmp``, the materialization's ``.<name>.new`` and its own temp files)."""
+    removed = remove_stale(outputs.rollouts.parent)
+    folder = outputs.rollouts.parent
     for target in (outputs.materialized, *outputs.stale()):
-        for leftover in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
-                removed.append(leftover)
+        name, staged = glob.escape(target.name), glob.escape(f".{target.name}.new")
+        patterns = [f".{name}.*.tmp", staged, f".{staged}.*.tmp"]
+        for pattern in patterns:
+            for leftover in folder.glob(pattern):
+                if leftover.is_file() and not leftover.is_symlink():
+                    with contextlib.suppress(FileNotFoundError):
+                        leftover.unlink()
+                        removed.append(leftover)
     return removed

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
@@ -48,7 +47,8 @@ from rewardgym.collect.resume import PriorRun, drop_failures, key_of, load_prior
 from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
 from rewardgym.errors import DataError, UsageError
-from rewardgym.io.jsonl import JsonlAppender, atomic_writer, iter_jsonl
+from rewardgym.io.jsonl import JsonlAppender, iter_jsonl
+from rewardgym.io.outputs import atomic_writer, guard_outputs
 from rewardgym.protocol import keys
 
 
@@ -76,6 +76,9 @@ class CollectSettings:
     fingerprint_settings: Mapping[str, Any] = field(default_factory=dict)
     """Redacted settings recorded in the run fingerprint (config minus secrets, repeats, overrides)."""
     live_progress: bool | None = None
+    read_files: tuple[tuple[Path, str], ...] = ()
+    """Other files the command reads (config files, ``--prompt-config``), each with what it is: no output
+    may be one of them."""
 
 
 @dataclass
@@ -98,6 +101,15 @@ def _check_output_location(output: Path) -> None:
             break
 
 
+def guard_run_outputs(settings: CollectSettings) -> RunOutputs:
+    """Refuse, before anything is touched, outputs that are inputs or exist as non-regular files (see
+    :func:`rewardgym.io.outputs.guard_outputs`); the CLI calls this before it starts any server."""
+    outputs = RunOutputs(settings.output)
+    _check_output_location(settings.output)
+    guard_outputs(outputs.labelled(), [(settings.input, "--input"), *settings.read_files])
+    return outputs
+
+
 def _clear_stale(outputs: RunOutputs, out: IO[str]) -> None:
     for path in outputs.stale():
         if path.exists():
@@ -109,17 +121,18 @@ def _clear_stale(outputs: RunOutputs, out: IO[str]) -> None:
             path.unlink()
 
 
-def _materialize(settings: CollectSettings, target: Path) -> tuple[set[str], int]:
-    """Write the materialized rows to ``target``; returns (agents named, row count)."""
+def _materialize(settings: CollectSettings, handle: IO[bytes]) -> tuple[set[str], int]:
+    """Write the materialized rows to ``handle``; returns (agents named, row count)."""
     if settings.input is None:
         raise UsageError("--input is required (unless --resume)")
     agents: set[str] = set()
     count = 0
-    with atomic_writer(target) as handle:
-        for row in iter_materialized(settings.input, settings.materialize):
-            agents.add(row[keys.AGENT_REF]["name"])
-            handle.write(orjson.dumps(row) + b"\n")
-            count += 1
+    for row in iter_materialized(settings.input, settings.materialize):
+        agents.add(row[keys.AGENT_REF]["name"])
+        handle.write(orjson.dumps(row) + b"\n")
+        count += 1
+    if count == 0:
+        raise DataError(f"Input file '{settings.input}' (--input) holds no rows: there is nothing to collect")
     return agents, count
 
 
@@ -188,14 +201,12 @@ def _prepare(
         needed, total = _agents_in(outputs.materialized)
         _check_agents(needed, agent_urls)
         return total, prior
-    staging = outputs.materialized.with_name(f".{outputs.materialized.name}.new")
-    try:
-        needed, total = _materialize(settings, staging)
+    # Built in a temp file (see rewardgym.io.outputs) renamed over the materialized file only at the end of
+    # the block, once every check passed and the earlier run's outputs are cleared.
+    with atomic_writer(outputs.materialized) as handle:
+        needed, total = _materialize(settings, handle)
         _check_agents(needed, agent_urls)
         _clear_stale(outputs, out)
-        os.replace(staging, outputs.materialized)
-    finally:
-        staging.unlink(missing_ok=True)
     write_fingerprint(
         outputs.fingerprint,
         build_fingerprint(
@@ -236,8 +247,7 @@ async def run_collection(
     dispatcher before it starts, so a caller can stop it (e.g. when a server dies).
     """
     out = out or sys.stdout
-    outputs = RunOutputs(settings.output)
-    _check_output_location(settings.output)
+    outputs = guard_run_outputs(settings)
     settings.output.parent.mkdir(parents=True, exist_ok=True)
     with run_lock(outputs):
         return await _collect(settings, outputs, agent_urls, out, headers, on_dispatcher)

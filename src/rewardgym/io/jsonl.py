@@ -8,15 +8,13 @@ Contract:
   row being written. Opening it repairs a torn final line first (see :func:`repair_torn_tail`).
 - :func:`read_jsonl_tolerant` is the resume reader: a final line that has no newline *and* does not parse is
   a torn write; it is reported and treated as absent. Any other bad line is still an error.
-- :func:`atomic_write_bytes` / :func:`atomic_writer` write a temp file in the target's folder and rename it
-  over the target: readers see the old file or the whole new one, never half of it.
+- :func:`atomic_write_bytes` / :func:`atomic_writer` (from :mod:`rewardgym.io.outputs`) write a temp file
+  in the target's folder and rename it over the target: readers see the old file or the whole new one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import IO, Any
 import orjson
 
 from rewardgym.errors import DataError
+from rewardgym.io.outputs import atomic_writer, check_writable_target
 
 _SNIPPET_CHARS = 80
 
@@ -163,6 +162,7 @@ class JsonlAppender:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_writable_target(self.path)  # never append to a device, FIFO or link
         self.repaired = repair_torn_tail(self.path)
         self._handle: IO[bytes] | None = open(self.path, "ab")  # noqa: SIM115 - closed in close()
         self.rows_written = 0
@@ -184,35 +184,6 @@ class JsonlAppender:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
-    """A binary handle whose content replaces ``path`` only if the block finishes without error."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    except (FileNotFoundError, NotADirectoryError):
-        raise DataError(f"output folder does not exist or is not a folder: '{folder}'") from None
-    except PermissionError:
-        raise DataError(f"output folder is not writable: '{folder}'") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        raise
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically."""
-    with atomic_writer(path) as handle:
-        handle.write(data)
 
 
 def atomic_write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> int:

@@ -5,6 +5,10 @@ Contract:
 - :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files, writes the three
   output files next to ``rollouts`` (temp file + rename each; nothing is written when any check fails)
   and returns a :class:`ProfileResult`. Per-task rows are streamed to disk, not kept in the result.
+  Before reading, an output that is one of the two inputs (path, symbolic or hard link) or exists as
+  anything but a regular file is refused, and the temp files and spools of killed earlier runs are
+  removed (see :mod:`rewardgym.io.outputs`). An inputs file without rows, or a rollouts file without
+  rollouts, is an error: there is nothing to profile.
 - :func:`profile_rows(rows, results, allow_partial=False)` runs the same profiler on lists of dicts
   (materialized-input rows and rollout/verify results), writes nothing, and returns the per-task rows
   too — exactly the objects the file would hold.
@@ -27,6 +31,7 @@ from typing import Any
 import orjson
 
 from rewardgym.errors import DataError
+from rewardgym.io.outputs import guard_outputs, remove_stale
 from rewardgym.profile.align import CompletionSummary
 from rewardgym.profile.chunks import InputChunk, ResultChunk
 from rewardgym.profile.columns import InputColumns, ResultColumns, merge_inputs, merge_results
@@ -34,7 +39,7 @@ from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX
 from rewardgym.profile.lines import RowSamples, task_block
 from rewardgym.profile.output import OutputPaths, output_paths, write_outputs
 from rewardgym.profile.profiler import Profile, build_profile, prepare_profile
-from rewardgym.profile.reader import read_files
+from rewardgym.profile.reader import read_files, remove_stale_spools
 from rewardgym.profile.report import TaskSummary, task_summary
 from rewardgym.profile.scan_inputs import inputs_from_rows
 from rewardgym.profile.scan_results import results_from_rows
@@ -78,7 +83,22 @@ def profile_files(
     started = time.perf_counter()
     tuning = tuning or Tuning()
     inputs_path, rollouts_path = Path(inputs), Path(rollouts)
+    paths = output_paths(rollouts_path)
+    guard_outputs(
+        [(path, "profile output") for path in (paths.reward_profiling, paths.agent_metrics,
+                                                paths.repeat_level_metrics)],
+        [(inputs_path, "--inputs"), (rollouts_path, "--rollouts")],
+    )  # fmt: skip
+    remove_stale(paths.reward_profiling.parent)  # temp files of a killed run (their owner is gone)
+    remove_stale_spools()
     input_columns, result_columns = read_files(inputs_path, rollouts_path, tuning)
+    if len(input_columns.task) == 0:
+        raise DataError(f"'{inputs_path}' (--inputs) holds no rows: there is nothing to profile")
+    if len(result_columns.task) == 0:
+        raise DataError(
+            f"'{rollouts_path}' (--rollouts) holds no rollouts: there is nothing to profile "
+            f"({len(input_columns.task)} input rows are all still missing)"
+        )
     part = prepare_profile(
         input_columns,
         result_columns,
@@ -87,7 +107,6 @@ def profile_files(
         allow_partial=allow_partial,
         threads=tuning.worker_count(),
     )
-    paths = output_paths(rollouts_path)
     profile = write_outputs(part, result_columns, paths, inputs_path, input_columns, tuning)
     return ProfileResult(
         completion=profile.completion,

@@ -23,7 +23,7 @@ from typing import IO
 import orjson
 
 from rewardgym.errors import DataError
-from rewardgym.io.jsonl import atomic_writer
+from rewardgym.io.outputs import atomic_writer
 from rewardgym.profile.align import CompletionSummary
 from rewardgym.profile.chunks import gc_paused
 from rewardgym.profile.columns import InputColumns, ResultColumns

@@ -7,7 +7,11 @@ Contract of :func:`read_files`:
 - files larger than ``Tuning.parallel_from`` bytes in total are split into chunks read by forked worker
   processes; smaller ones are read in this process. A worker leaves each chunk's compact numpy columns
   (never parsed rows) in a private spool folder (memory-backed ``/dev/shm`` when it has room) and goes
-  on at once; this process merges the chunks as they arrive, in file order;
+  on at once; this process merges the chunks as they arrive, in file order. At most ``2 × workers + 2``
+  chunks are queued or waiting beyond the one being merged, so the spool stays bounded; the workers die
+  with this process (``PR_SET_PDEATHSIG``), and the spool folder carries the temp-name marker of
+  :mod:`rewardgym.io.outputs`, so :func:`remove_stale_spools` of a later run deletes one a ``kill -9``
+  left behind;
 - the first bad line of a file (malformed JSON, blank, not an object, missing or non-integer index, a
   rollout row in the inputs file) is reported as ``<path>:<line>: …`` whichever process read it — the
   inputs file first;
@@ -21,14 +25,19 @@ import itertools
 import multiprocessing
 import os
 import pickle
+import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.pool import AsyncResult, Pool
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rewardgym.errors import DataError
+from rewardgym.io import children
 from rewardgym.io.jsonl import parse_line
+from rewardgym.io.outputs import make_temp_dir, remove_stale
 from rewardgym.profile.chunks import InputChunk, LineError, ResultChunk
 from rewardgym.profile.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
 from rewardgym.profile.scan_inputs import scan_inputs
@@ -40,6 +49,9 @@ _SPOOL = Path("/dev/shm")
 """Where workers leave the chunks they read (memory-backed where the system has it)."""
 _SPOOL_ROOM = 1 << 30
 """Free space ``_SPOOL`` needs for the chunks waiting there (a few times ``Tuning.chunk_bytes``)."""
+SPOOL_LABEL = "rewardgym-profile"
+"""Spool folders are ``<_SPOOL or the temp folder>/rewardgym-profile.rgtmp-<pid>-…`` (see
+:mod:`rewardgym.io.outputs`), so a later run finds and removes those of a killed run."""
 
 
 def check_readable(path: Path, option: str) -> int:
@@ -108,37 +120,75 @@ def _scan_all(
         )
         return input_merger, result_merger
     context = multiprocessing.get_context("fork")
-    with (
-        tempfile.TemporaryDirectory(prefix="rewardgym-profile-", dir=_spool_folder()) as spool,
-        context.Pool(workers) as pool,
-    ):
-        # Rollout chunks are the expensive ones: queue them first so both cores stay busy to the end.
-        result_jobs = [
-            pool.apply_async(_spooled, (scan_results, str(rollouts), a, b, spool)) for a, b in result_ranges
-        ]
-        input_jobs = [
-            pool.apply_async(_spooled, (scan_inputs, str(inputs), a, b, spool)) for a, b in input_ranges
-        ]
-        if while_reading is not None:
-            while_reading()  # the workers exist already: threads started now are not forked
-        # Chunks are merged here as they arrive (rollouts first: they are read first), while the workers
-        # read on. A bad inputs line is reported before a bad rollouts line.
-        result_error = _fold(
-            (_unspool(job.get()) for job in result_jobs), result_ranges, rollouts, result_merger
-        )
-        _check(_fold((_unspool(job.get()) for job in input_jobs), input_ranges, inputs, input_merger))
-        _check(result_error)
+    # Rollout chunks are the expensive ones: queue them first so both cores stay busy to the end.
+    jobs: list[tuple[Any, ...]] = [(scan_results, str(rollouts), a, b) for a, b in result_ranges]
+    jobs += [(scan_inputs, str(inputs), a, b) for a, b in input_ranges]
+    spool = make_temp_dir(_spool_folder(), SPOOL_LABEL)
+    children.prepare()
+    try:
+        with context.Pool(workers, initializer=children.die_with_parent, initargs=(os.getpid(),)) as pool:
+            window = _Window(pool, jobs, str(spool), ahead=2 * workers + 2)
+            if while_reading is not None:
+                while_reading()  # the workers exist already: threads started now are not forked
+            # Chunks are merged here as they arrive (rollouts first: they are read first), while the
+            # workers read on. A bad inputs line is reported before a bad rollouts line.
+            result_error = _fold(window.take(len(result_ranges)), result_ranges, rollouts, result_merger)
+            window.discard(len(result_ranges))  # the chunks after a bad line, if any
+            _check(_fold(window.take(len(input_ranges)), input_ranges, inputs, input_merger))
+            _check(result_error)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
     return input_merger, result_merger
 
 
-def _spool_folder() -> str | None:
+class _Window:
+    """The chunk jobs, submitted to the pool at most ``ahead`` beyond the one being merged, so the chunks
+    waiting in the spool stay bounded (a few times ``Tuning.chunk_bytes``) however far the workers run
+    ahead of the merging."""
+
+    def __init__(self, pool: Pool, jobs: list[tuple[Any, ...]], spool: str, ahead: int) -> None:
+        self._pool, self._jobs, self._spool = pool, iter(jobs), spool
+        self._queue: deque[AsyncResult[str]] = deque()
+        self.taken = 0
+        for _ in range(ahead):
+            self._submit()
+
+    def _submit(self) -> None:
+        job = next(self._jobs, None)
+        if job is not None:
+            self._queue.append(self._pool.apply_async(_spooled, (*job, self._spool)))
+
+    def _next(self) -> str:
+        name = self._queue.popleft().get()
+        self.taken += 1
+        self._submit()
+        return name
+
+    def take(self, count: int) -> Iterator[Any]:
+        """The next ``count`` chunks, in order (the caller may stop early)."""
+        stop = self.taken + count
+        while self.taken < stop:
+            yield _unspool(self._next())
+
+    def discard(self, upto: int) -> None:
+        """Skip (and delete) the chunks before position ``upto`` that were not taken."""
+        while self.taken < upto:
+            os.unlink(self._next())
+
+
+def _spool_folder() -> Path:
     """Memory-backed ``/dev/shm`` when it has room to spare (a container's may hold only 64 MiB), else the
     system's temporary folder."""
     try:
         info = os.statvfs(_SPOOL)
     except OSError:
-        return None
-    return str(_SPOOL) if info.f_bavail * info.f_frsize >= _SPOOL_ROOM else None
+        return Path(tempfile.gettempdir())
+    return _SPOOL if info.f_bavail * info.f_frsize >= _SPOOL_ROOM else Path(tempfile.gettempdir())
+
+
+def remove_stale_spools() -> list[Path]:
+    """Delete the spool folders that killed profiler runs left behind (their owner is gone)."""
+    return [path for folder in {_SPOOL, Path(tempfile.gettempdir())} for path in remove_stale(folder)]
 
 
 def _spooled(scan: Callable[[str, int, int], _Chunk], path: str, start: int, end: int, spool: str) -> str:

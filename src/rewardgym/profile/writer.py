@@ -13,6 +13,8 @@ Contract of :func:`write_pieces(handle, pieces, produce, processes, meanwhile)`:
   (16-byte messages, one pipe per process), and writes a piece with ``os.pwrite`` at its final offset as
   soon as the lengths of all earlier pieces are known — so at most a few pieces wait in memory and
   nothing is written twice;
+- the children die with this process (``PR_SET_PDEATHSIG``): a ``kill -9`` of it leaves no writer
+  running;
 - on return ``handle`` is positioned at the end of the file. A failure in any process (an exception in
   ``produce``, a write error, a process that dies) raises here — an :class:`OSError` with its errno,
   anything else as :class:`PieceWriteError` with the child's message — after every child has stopped, so
@@ -35,6 +37,8 @@ import struct
 from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import IO, TypeVar
+
+from rewardgym.io import children
 
 _MESSAGE = struct.Struct("<qq")
 """(piece, length); a failure is (-1 - errno, message length) followed by the message."""
@@ -169,8 +173,10 @@ def _run(fd: int, queue: int, produce: Callable[[int], bytes], peers: _Peers, wa
         advise_write_back(fd)
 
 
-def _child(fd: int, queue: int, produce: Callable[[int], bytes], peers: _Peers) -> None:
-    """A forked writer: its pieces, then exit (status 1 after reporting a failure to the others)."""
+def _child(fd: int, queue: int, produce: Callable[[int], bytes], peers: _Peers, parent_pid: int) -> None:
+    """A forked writer: its pieces, then exit (status 1 after reporting a failure to the others). It dies
+    with the process that forked it, whatever kills that one."""
+    children.die_with_parent(parent_pid)
 
     def parent_gone() -> bool:
         raise PieceWriteError("the main process stopped")
@@ -210,12 +216,15 @@ def write_pieces(
         return _Peers(pipes[rank][0], [w for i, (_, w) in enumerate(pipes) if i != rank], pieces)
 
     context = multiprocessing.get_context("fork")
-    children: list[multiprocessing.process.BaseProcess] = []
+    writers: list[multiprocessing.process.BaseProcess] = []
+    children.prepare()
     try:
         for rank in range(1, processes):
-            started = context.Process(target=_child, args=(fd, queue, produce, peers_of(rank)), daemon=True)
+            started = context.Process(
+                target=_child, args=(fd, queue, produce, peers_of(rank), os.getpid()), daemon=True
+            )
             started.start()
-            children.append(started)
+            writers.append(started)
 
         def check(child: multiprocessing.process.BaseProcess) -> Callable[[], bool]:
             def ended_normally() -> bool:
@@ -228,14 +237,14 @@ def write_pieces(
 
         peers = peers_of(0)
         result = meanwhile()
-        _run(fd, queue, produce, peers, {c.sentinel: check(c) for c in children})
-        for child in children:
+        _run(fd, queue, produce, peers, {c.sentinel: check(c) for c in writers})
+        for child in writers:
             child.join()
             if child.exitcode != 0:
                 peers.drain()
                 raise PieceWriteError(f"a writing process ended with exit code {child.exitcode}")
     finally:
-        for child in children:
+        for child in writers:
             if child.is_alive():
                 child.terminate()
             child.join()

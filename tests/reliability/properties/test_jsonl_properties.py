@@ -30,6 +30,7 @@ from rewardgym.io.jsonl import (
     read_jsonl_tolerant,
     repair_torn_tail,
 )
+from rewardgym.io.outputs import MARKER
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FSYNC_SETTINGS = settings(SETTINGS, max_examples=60)
@@ -118,7 +119,7 @@ def test_written_rows_read_back_equal(values: list[dict[str, Any]]) -> None:
                 appender.write(value)
         assert read_jsonl(appended) == values
         assert appended.read_bytes() == path.read_bytes()
-        assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # no temp file left behind
+        assert not [p for p in path.parent.iterdir() if MARKER in p.name]  # no temp file left behind
 
 
 @FSYNC_SETTINGS

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rewardgym.io.jsonl import atomic_write_bytes
+from rewardgym.io.outputs import atomic_write_bytes
 from rewardgym.models.errors import ModelFetchError
 
 _CHUNK = 1 << 20
