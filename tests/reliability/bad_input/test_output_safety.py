@@ -1,4 +1,4 @@
-"""Issue 11 §2: no command destroys the user's data through its outputs (real ``gym`` processes).
+"""No command destroys the user's data through its outputs (real ``gym`` processes).
 
 An output that is one of the command's inputs — by path, through a symbolic link or a hard link — is refused
 (exit 2) naming both; an existing output that is not a regular file (``/dev/null``, a FIFO, a symbolic

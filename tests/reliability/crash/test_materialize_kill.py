@@ -1,4 +1,4 @@
-"""Issue 11 §2: ``kill -9`` of ``gym eval run`` while it materializes leaves a temp file the next run removes.
+"""``kill -9`` of ``gym eval run`` while it materializes leaves a temp file the next run removes.
 
 A real ``gym eval run --no-serve`` (servers of the in-process stack on 127.0.0.1) materializes 250,000
 distinct rows × 4 repeats; it is killed with SIGKILL while the materialized file's temp file grows. That

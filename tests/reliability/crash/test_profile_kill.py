@@ -1,4 +1,4 @@
-"""Issue 11 §2: ``kill -9`` of ``gym eval profile`` leaves no process, and the next run removes its leftovers.
+"""``kill -9`` of ``gym eval profile`` leaves no process, and the next run removes its leftovers.
 
 A real ``gym eval profile`` on a generated collection big enough to use forked workers (120,000 rollouts,
 ≈ 200 MB: readers for the input, writers for the per-task file) is killed with SIGKILL while its workers
