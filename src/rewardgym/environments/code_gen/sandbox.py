@@ -2,18 +2,26 @@
 
 Contract of :class:`CodeSandbox` (one per server; :func:`shared_sandbox` gives one per config and event loop):
 
-- :meth:`CodeSandbox.isolation` probes once (see :mod:`.isolation`) and logs the outcome once per process;
-  :meth:`CodeSandbox.ensure_available` raises :class:`SandboxUnavailableError` (with the reason) when there
-  is no network isolation and ``require_network_isolation`` is true — code is then never run.
+- :meth:`CodeSandbox.isolation` probes once (see :mod:`.isolation`), then runs one fully confined child that
+  checks from inside that the confinement holds (only ``lo``, only its own processes in ``/proc``, no host
+  file, a read-only root, no user namespace); a failure downgrades the isolation to ``none`` with the
+  reason. The outcome is logged once per process. :meth:`CodeSandbox.ensure_available` raises
+  :class:`SandboxUnavailableError` (with the reason) when there is no isolation and
+  ``require_network_isolation`` is true — code is then never run.
 - ``async with sandbox.run(code, fn_name, inputs) as run`` waits for one of ``max_concurrent_executions``
-  slots, makes a fresh temporary working folder, and starts :mod:`.sandbox_child` with an environment built
-  from scratch (no variable of the server, hence no API key), in a new session (process group).
+  slots and starts :mod:`.sandbox_child` with an environment built from scratch (no variable of the server,
+  hence no API key), in a new session (process group). With isolation the child's work folder is on its
+  private tmpfs (:mod:`.sandbox_root`); without, a fresh host temporary folder is made and deleted after.
   ``run.events()`` yields the child's report lines (dicts) until it exits; the ``sandbox`` and
   ``setup_error`` lines are handled here (a setup failure raises :class:`SandboxError`: an infrastructure
   fault, never a reward).
-- On leaving the block, whatever happened (done, wrong answer, timeout, cancellation), every process of the
-  run is killed: the process group, all descendants (even ones that left the group) and, when a dedicated
-  uid was used, every process of that uid. The working folder is then deleted.
+- Every byte the child sends back is counted in the reader before it is kept (chunks of 64 KiB): a report
+  line over ``max_output_mb`` + 64 KiB or more than ``max_output_mb`` on stderr kills the run, and
+  ``events()`` ends with ``{"event": "overflow", "reason": "Output limit: …"}``. The server thus holds at
+  most one report line of one run at a time, whatever the solution writes.
+- On leaving the block, whatever happened (done, wrong answer, timeout, overflow, cancellation), every
+  process of the run is killed: the process group, all descendants (even ones that left the group) and,
+  when a dedicated uid was used, every process of that uid (the pid namespace's end kills the rest).
 """
 
 from __future__ import annotations
