@@ -46,7 +46,7 @@ from typing import Any
 import psutil
 
 from rewardgym.environments.code_gen.config import CodeGenConfig
-from rewardgym.environments.code_gen.isolation import Isolation, probe_isolation
+from rewardgym.environments.code_gen.isolation import PROBE_TIMEOUT_S, Isolation, probe_isolation
 from rewardgym.environments.code_gen.lcb_execution import INT_MAX_STR_DIGITS
 from rewardgym.errors import ServerError
 
@@ -246,7 +246,7 @@ class CodeSandbox:
         checks from inside what a solution could reach (network, processes, host files, writable root, user
         namespaces)."""
         try:
-            async with self._launch(None, None, [], self_test=True) as run:
+            async with asyncio.timeout(PROBE_TIMEOUT_S), self._launch(None, None, [], self_test=True) as run:
                 async for event in run.events():
                     if event.get("event") == "self_test":
                         failures = event.get("failures")
@@ -254,6 +254,8 @@ class CodeSandbox:
                 return f"the confinement self-test did not report ({await run.exit_reason()})"
         except SandboxError as exc:
             return f"the confinement self-test failed: {exc}"
+        except TimeoutError:
+            return f"the confinement self-test did not answer within {PROBE_TIMEOUT_S:g} s"
 
     async def ensure_available(self) -> Isolation:
         """The isolation in use; raises :class:`SandboxUnavailableError` when code must not run."""

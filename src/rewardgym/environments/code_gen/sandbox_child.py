@@ -17,11 +17,11 @@ package. Contract:
   :func:`.lcb_execution.run_tests`.
 - **stdout is the report channel** (the solution's fd 1 goes to ``/dev/null``), one JSON object per line
   (UTF-8, at most ``limits.report_bytes`` bytes: a longer test report becomes ``output_limit``, other long
-  reports have their texts cut): ``setup_error{error}`` (then exit status 3) or ``sandbox{uid,
-  private_root, exposed}``, then the lines of :func:`.lcb_execution.run_tests`. With ``self_test`` the only
-  line after confinement is ``self_test{failures, ...}`` (:func:`self_test`). A process forked by the
-  solution exits instead of writing a report line. Exhausting the CPU soft limit ends the process with
-  status ``128 + SIGXCPU``.
+  reports have their texts cut): ``setup_error{error}`` (then exit status 3) or ``sandbox{uid, private_root,
+  seccomp, exposed}``, then the lines of :func:`.lcb_execution.run_tests`. With ``self_test`` the only line
+  after confinement is ``self_test{failures, ...}`` (:func:`self_test`). A process forked by the solution
+  exits instead of writing a report line. Exhausting the CPU soft limit ends the process with status ``128 +
+  SIGXCPU``.
 """
 
 from __future__ import annotations
@@ -152,8 +152,14 @@ def _confine(job: dict[str, Any]) -> dict[str, Any]:
             raise RuntimeError(f"could not switch to uid {uid}")
     if root is not None:
         sandbox_lockdown.drop_capabilities()
-    sandbox_lockdown.forbid_user_namespaces()
-    return {"uid": os.geteuid(), "private_root": root is not None, "exposed": exposed}
+    try:
+        sandbox_lockdown.forbid_user_namespaces()
+        seccomp = True
+    except (OSError, RuntimeError):
+        if root is not None:  # isolation promised: without the filter, nothing runs
+            raise
+        seccomp = False  # no isolation (explicitly allowed): the filter is only a best effort
+    return {"uid": os.geteuid(), "private_root": root is not None, "seccomp": seccomp, "exposed": exposed}
 
 
 def self_test() -> list[str]:

@@ -7,11 +7,12 @@ after ``unshare --mount --pid --fork``):
 - Every mount is made private first, so nothing done here propagates to the host.
 - A small tmpfs becomes the new root. Into it, read-only (``nosuid``, ``nodev``; the mount flags of each
   source kept) and at their own paths: the interpreter's import folders (the ``sys.path`` entries under
-  ``sys.prefix`` / ``sys.base_prefix``: the standard library, ``lib-dynload``, site-packages; *not* an
-  editable checkout), the shared-library folders (``/lib*``, ``/usr/lib*``, ``/usr/local/lib``; symlinked
-  ones stay symlinks) and ``/etc/ld.so.cache``. ``/dev`` holds only ``null zero full random urandom`` and the
-  ``fd``/``stdin``/``stdout``/``stderr`` links. ``/proc`` is a new procfs of the sandbox's pid namespace, so
-  it lists the sandbox's own processes only (no other process's command line or environment).
+  ``sys.prefix`` / ``sys.base_prefix`` and their ``lib`` folders: the standard library, ``lib-dynload``,
+  site-packages; *not* an editable checkout), the shared-library folders (``/lib*``, ``/usr/lib*``,
+  ``/usr/local/lib``; symlinked ones stay symlinks) and ``/etc/ld.so.cache``. ``/dev`` holds only ``null
+  zero full random urandom`` and the ``fd``/``stdin``/``stdout``/``stderr`` links. ``/proc`` is a new procfs
+  of the sandbox's pid namespace, so it lists the sandbox's own processes only (no other process's command
+  line or environment).
 - ``/tmp`` is a tmpfs of ``tmp_mb`` MiB and ``tmp_inodes`` inodes (``nosuid``, ``nodev``, ``noexec``); the
   same file system is also mounted on ``/dev/shm`` and ``/var/tmp``. It is the only writable place, and it
   disappears with the namespace when the run ends.
@@ -87,14 +88,16 @@ def _bind_read_only(source: str, target: str, extra: int) -> None:
 
 
 def _import_folders() -> list[str]:
-    """The ``sys.path`` folders that belong to the interpreter's installation (not an editable checkout)."""
+    """The interpreter's installation: ``lib``/``lib64`` of each prefix (standard library, ``lib-dynload``,
+    site-packages, and the shared libraries a conda-style prefix keeps there) and the ``sys.path`` entries
+    under a prefix. An editable checkout on ``sys.path`` lies outside every prefix and is not included."""
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    found = []
+    found = [f"{p}/{lib}" for p in prefixes for lib in ("lib", "lib64") if os.path.isdir(f"{p}/{lib}")]
     for entry in sys.path:
         real = os.path.realpath(entry) if entry else ""
         if real and os.path.isdir(real) and any(real == p or real.startswith(p + "/") for p in prefixes):
             found.append(real)
-    return found
+    return [os.path.realpath(p) for p in found]
 
 
 def _covered(path: str, mounted: list[str]) -> bool:

@@ -314,3 +314,40 @@ async def test_compile_time_timeout(config: CodeGenConfig) -> None:
         [-4],
         {"error_code": -4, "error_message": "Error during testing: "},
     )
+
+
+async def test_confinement_is_reported_and_exposes_no_checkout(
+    config: CodeGenConfig, isolated: Isolation
+) -> None:
+    """The child's own account of its confinement: private root, seccomp filter, and only the interpreter's
+    folders exposed (never the editable checkout the tests run from)."""
+    sandbox = CodeSandbox(config)
+    async with sandbox.run("print(1)", None, ["\n"]) as run:
+        events = [event async for event in run.events()]
+    assert [e["event"] for e in events] == ["ready", "test", "done"]
+    assert run.confinement["private_root"] is True and run.confinement["seccomp"] is True
+    checkout = str(Path(__file__).resolve().parents[5])
+    exposed = run.confinement["exposed"]
+    assert exposed and not any(p == checkout or p.startswith(checkout + "/src") for p in exposed), exposed
+
+
+async def test_large_and_non_ascii_outputs_within_the_cap_pass(config: CodeGenConfig) -> None:
+    """Positive control of the output caps: a report just under ``max_output_mb`` and non-ASCII text (sent as
+    UTF-8, lone surrogates included) still pass."""
+    config = config.model_copy(update={"max_output_mb": 4})
+    big = make_request(fenced("print('x' * (3 * 2**20))"), ["\n"], ["x" * (3 * 2**20)])
+    assert (await verify(big, config)).reward == 1.0
+    text = "é€😀 \ud800"
+    unicode = make_request(fenced(f"print({text!r})"), ["\n"], [text])
+    result = await verify(unicode, config)
+    assert result.result == [True], result.metadata
+
+
+async def test_an_oversized_error_report_is_cut_not_dropped(config: CodeGenConfig) -> None:
+    config = config.model_copy(update={"max_output_mb": 1})
+    code = "raise ValueError('y' * (8 * 2**20))\ndef f(x):\n    return x"
+    result = await verify(make_request(fenced(code), ["1"], ["1"], "f"), config)
+    assert result.result == [-4] and result.metadata is not None
+    message = result.metadata["error_message"]
+    assert message.startswith("Error during testing: yyy") and "...(truncated) ..." in message
+    assert len(message) <= 2**20
