@@ -107,7 +107,11 @@ async def test_fork_bomb_is_stopped(config: CodeGenConfig, isolated: Isolation) 
         "import posix\nwhile True:\n    posix.fork()"  # os.fork is disabled by the guard; posix.fork is not
     )
     result = await verify(make_request(fenced(code), ["\n"], ["x"]), config)
-    assert "BlockingIOError" in _failed(result, -4)
+    assert result.reward == 0.0 and result.result is not None
+    # RLIMIT_NPROC normally stops it (-4); on a loaded machine a time limit may come first (issue #16).
+    reason = _failed(result, result.result[-1])
+    assert result.result[-1] in (-4, -3, -1) and reason.strip(), reason
+    assert result.result[-1] != -4 or "BlockingIOError" in reason, reason
     assert await _no_sandbox_processes_left(config)
 
 
