@@ -1,5 +1,5 @@
-"""The reliability suite at full size: upstream faults, crashes and resume, load
-(the scenarios of README "Reliability").
+"""The reliability suite at full size: upstream faults, crashes and resume, load, and the code_gen sandbox's
+hostile-solution catalogue (the scenarios of README "Reliability").
 
 Runs real processes only (the fault upstream, ``gym env start``, ``gym eval run``) and prints one table of
 figures, each with the check it must pass; exits 1 if any check fails. The CI subset of the same scenarios
@@ -8,6 +8,7 @@ is ``tests/reliability/faults`` and ``tests/reliability/crash``.
     .venv/bin/python benchmarks/reliability/run_all.py                 # everything (~10 min on 2 cores)
     .venv/bin/python benchmarks/reliability/run_all.py --only faults --json figures.json
     .venv/bin/python benchmarks/reliability/run_all.py --quick         # smaller sizes, a smoke run
+    .venv/bin/python benchmarks/reliability/run_all.py --only sandbox  # the hostile catalogue (~1 min, root)
 
 faults: 1,000 rollouts (250 mcqa tasks x 4 repeats) through vllm_model → the fault upstream with 20 %
 HTTP 500, 5 % 429 (Retry-After 1 s), 5 % hangs (model server read timeout 2 s) and 5 % resets, against the
@@ -17,11 +18,15 @@ each server (model, environment, agent) during a --no-serve run and of the agent
 SIGINT/SIGTERM/SIGKILL of `gym env start`, with the process table checked for orphans.
 load: 20,000 rollouts at concurrency 512 against the instant stub upstream, with the collector's RSS and
 every process's file descriptors sampled.
+sandbox: every case of ``src/rewardgym/environments/code_gen/tests/hostile.py`` sent to a real code_gen server
+over HTTP (needs the root server's ``namespaces`` isolation, as in CI): reward 0 with a reason, no host
+secret in the answer, nothing left on the host, the server's peak RSS bounded, the server healthy.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import signal
 import sys
 import tempfile
@@ -92,7 +97,7 @@ class Figures:
         sys.stdout.flush()
 
     def table(self) -> str:
-        lines = ["| § | figure | value | check | |", "|---|---|---|---|---|"]
+        lines = ["| scenario | figure | value | check | |", "|---|---|---|---|---|"]
         for row in self.rows:
             lines.append(
                 f"| {row.section} | {row.name} | {row.value} | {row.check} | {'✓' if row.ok else '✗'} |"
@@ -412,10 +417,47 @@ def load(figures: Figures, work: Path, *, rollouts: int) -> None:
     )
 
 
+# ---------------------------------------------------------------------------------------------------- sandbox
+def sandbox(figures: Figures) -> None:
+    from rewardgym.environments.code_gen.app import CodeGenServer
+    from rewardgym.environments.code_gen.isolation import probe_isolation
+    from rewardgym.environments.code_gen.tests.hostile import (
+        CASES,
+        RSS_BOUND_MIB,
+        SERVER_SETTINGS,
+        host_with_secrets,
+        run_case,
+    )
+    from rewardgym.servers.launch import ThreadedServer
+
+    server = CodeGenServer({"name": "code_gen", "max_concurrent_executions": 2, **SERVER_SETTINGS})
+    runner = ThreadedServer(server).start()
+    try:
+        mode = asyncio.run(probe_isolation(server.config.unshare_command, sys.executable)).mode
+        figures.add("S", "isolation", mode, "namespaces (root)", mode == "namespaces")
+        with host_with_secrets() as host:
+            for case in CASES:
+                outcome = run_case(runner.url, case, host)
+                codes = outcome.result[-1:] if outcome.result else outcome.result
+                figures.add(
+                    "S",
+                    case.name,
+                    f"{codes} {outcome.reason[:70]!r}, RSS +{outcome.rss_growth_mib:.1f} MiB, "
+                    f"{outcome.seconds:.1f} s"
+                    + (f"; {'; '.join(outcome.problems)}" if outcome.problems else ""),
+                    f"reward 0 + reason, no leak, host unchanged, RSS ≤ +{RSS_BOUND_MIB} MiB, healthy",
+                    not outcome.problems,
+                )
+    finally:
+        runner.stop()
+
+
 # ---------------------------------------------------------------------------------------------------- main
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--only", default="faults,crash,load", help="comma-separated: faults, crash, load")
+    parser.add_argument(
+        "--only", default="faults,crash,load,sandbox", help="comma-separated: faults, crash, load, sandbox"
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     parser.add_argument("--json", type=Path, help="also write the figures and raw data here")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
@@ -436,6 +478,7 @@ def main() -> int:
         ),
         ("crash", lambda: crashes(figures, work / "crash", kills=8 if args.quick else 20)),
         ("load", lambda: load(figures, work / "load", rollouts=3000 if args.quick else 20000)),
+        ("sandbox", lambda: sandbox(figures)),
     ]
     for name, run in sections:
         if name not in only:

@@ -45,8 +45,9 @@ class CodeGenConfig(BaseModel):
     """Reward given instead of the test outcome when ``<think>`` tags are misplaced (see README)."""
 
     require_network_isolation: bool = True
-    """Refuse to run any code (verify raises ``SandboxUnavailableError``) when no network namespace can be
-    created. When false, code then runs *with* network access (a warning is logged once)."""
+    """Refuse to run any code (verify raises ``SandboxUnavailableError``) when the sandbox cannot isolate it
+    (no network/mount/pid namespaces, or the confinement self-test fails). When false, code then runs
+    *without* isolation: with network access and the host's file system (a warning is logged once)."""
 
     unshare_command: str = "unshare"
     """The util-linux ``unshare`` program used to create the namespaces (name on ``PATH`` or a path)."""
@@ -61,11 +62,14 @@ class CodeGenConfig(BaseModel):
     """Processes and threads the sandbox user may own (``RLIMIT_NPROC``); stops fork bombs."""
 
     private_tmp_mb: int = Field(64, ge=1)
-    """Size of each private tmpfs mounted on ``/tmp``, ``/var/tmp`` and ``/dev/shm`` inside the sandbox."""
+    """Size of the sandbox's only writable file system: a private tmpfs on ``/tmp`` (also ``/dev/shm`` and
+    ``/var/tmp``) holding the work folder, with at most ``256 × private_tmp_mb`` files and folders."""
 
     max_output_mb: float = Field(32.0, gt=0)
-    """Largest output (printed text, or encoded return value) one test may produce, in MiB of characters;
-    a larger one scores as a wrong answer."""
+    """Largest report of one test (printed text, or encoded return value), in MiB once JSON-encoded as UTF-8
+    (plain text: one byte per character); a larger one scores as a wrong answer. It is also the hard cap on
+    what the server reads: a report line longer than this (+64 KiB), or more than this on stderr, kills the
+    run ("Output limit: …", ``-1``)."""
 
     sandbox_uid_base: int | None = Field(65000, ge=1)
     """When the server runs as root, sandbox slot ``k`` runs as uid/gid ``sandbox_uid_base + k`` (no passwd
@@ -73,7 +77,9 @@ class CodeGenConfig(BaseModel):
     ``None`` keeps root (not recommended)."""
 
     work_dir: str | None = None
-    """Parent folder of the per-run temporary working folders (default: the system temp folder)."""
+    """Parent folder of the per-run temporary working folders when there is no isolation (default: the system
+    temp folder). With isolation the work folder lives on the sandbox's private tmpfs and nothing is created
+    on the host."""
 
     python_executable: str | None = None
     """Interpreter that runs solutions (default: the server's own, so numpy is available to solutions)."""

@@ -7,7 +7,9 @@ Contract (``docs/reference/environments.md`` §12, steps 3–6). :func:`run_unit
   (wrong answer), ``-3`` (time limit) or ``-4`` (runtime error). A compilation failure, or an exception while
   comparing, gives ``[-4]`` with ``metadata = {"error_code": -4, "error_message": "Error during testing:
   <exc>"}``. A run that exceeds ``(timeout + 1) × n + 5`` seconds, or whose process dies before reporting
-  every test, gives ``[-1] * n`` with ``{"error_code": -1, "error_message": <reason>}`` (NeMo Gym: ``null``).
+  every test, or that sends more output than the sandbox reads (a report line over ``max_output_mb``, more
+than ``max_output_mb`` on stderr: "Output limit: …"), gives ``[-1] * n`` with ``{"error_code": -1,
+"error_message": <reason>}`` (NeMo Gym: ``null``).
 - Failure metadata: ``output`` (wrong answers), ``inputs``, ``expected``, ``error_code``, ``error_message``
   and, for ``-3``/``-4``, ``error`` (the exception repr) and, for ``-4``, ``traceback``; values are cut with
   :func:`~.lcb_execution.truncate`. Success metadata: ``{"execution time": <sum of test seconds>}``.
@@ -224,6 +226,13 @@ async def run_unit_tests(code: str, tests: UnitTests, sandbox: CodeSandbox) -> O
                         except Exception as exc:
                             return _testing_error(exc, run.started)
                         continue
+                    if kind == "overflow":  # the run was killed: it sent more than the sandbox reads
+                        reason = str(event.get("reason"))
+                        return (
+                            [-1] * n,
+                            {"error_code": -1, "error_message": reason},
+                            time.monotonic() - run.started,
+                        )
                     if kind == "done" and ready and len(results) == n:
                         return results, {"execution time": seconds_total}, time.monotonic() - run.started
                     # Anything but the next test's report was written by the solution itself: a runtime error.

@@ -11,7 +11,8 @@ Contract: :func:`probe_isolation` runs the real launch prefix with a check progr
    code unless ``require_network_isolation`` is false, in which case code runs with the server's network.
 
 The check program passes only when the only network interface it sees is ``lo``. Nothing here runs
-untrusted code.
+untrusted code. The sandbox then self-tests the full confinement (private root, ``/proc``, seccomp) once
+with a real child before it runs any solution (:meth:`.sandbox.CodeSandbox.isolation`).
 """
 
 from __future__ import annotations
@@ -51,8 +52,9 @@ class Isolation:
         return self.mode != "none"
 
     @property
-    def private_tmp(self) -> bool:
-        """Whether the child is in its own mount namespace (private tmpfs on the temp folders)."""
+    def private_root(self) -> bool:
+        """Whether the child is in its own mount and pid namespaces, where it builds a private root
+        (:mod:`.sandbox_root`): only the interpreter's folders, a private ``/proc`` and one tmpfs."""
         return self.mode != "none"
 
 

@@ -2,18 +2,26 @@
 
 Contract of :class:`CodeSandbox` (one per server; :func:`shared_sandbox` gives one per config and event loop):
 
-- :meth:`CodeSandbox.isolation` probes once (see :mod:`.isolation`) and logs the outcome once per process;
-  :meth:`CodeSandbox.ensure_available` raises :class:`SandboxUnavailableError` (with the reason) when there
-  is no network isolation and ``require_network_isolation`` is true — code is then never run.
+- :meth:`CodeSandbox.isolation` probes once (see :mod:`.isolation`), then runs one fully confined child that
+  checks from inside that the confinement holds (only ``lo``, only its own processes in ``/proc``, no host
+  file, a read-only root, no user namespace); a failure downgrades the isolation to ``none`` with the
+  reason. The outcome is logged once per process. :meth:`CodeSandbox.ensure_available` raises
+  :class:`SandboxUnavailableError` (with the reason) when there is no isolation and
+  ``require_network_isolation`` is true — code is then never run.
 - ``async with sandbox.run(code, fn_name, inputs) as run`` waits for one of ``max_concurrent_executions``
-  slots, makes a fresh temporary working folder, and starts :mod:`.sandbox_child` with an environment built
-  from scratch (no variable of the server, hence no API key), in a new session (process group).
+  slots and starts :mod:`.sandbox_child` with an environment built from scratch (no variable of the server,
+  hence no API key), in a new session (process group). With isolation the child's work folder is on its
+  private tmpfs (:mod:`.sandbox_root`); without, a fresh host temporary folder is made and deleted after.
   ``run.events()`` yields the child's report lines (dicts) until it exits; the ``sandbox`` and
   ``setup_error`` lines are handled here (a setup failure raises :class:`SandboxError`: an infrastructure
   fault, never a reward).
-- On leaving the block, whatever happened (done, wrong answer, timeout, cancellation), every process of the
-  run is killed: the process group, all descendants (even ones that left the group) and, when a dedicated
-  uid was used, every process of that uid. The working folder is then deleted.
+- Every byte the child sends back is counted in the reader before it is kept (chunks of 64 KiB): a report
+  line over ``max_output_mb`` + 64 KiB or more than ``max_output_mb`` on stderr kills the run, and
+  ``events()`` ends with ``{"event": "overflow", "reason": "Output limit: …"}``. The server thus holds at
+  most one report line of one run at a time, whatever the solution writes.
+- On leaving the block, whatever happened (done, wrong answer, timeout, overflow, cancellation), every
+  process of the run is killed: the process group, all descendants (even ones that left the group) and,
+  when a dedicated uid was used, every process of that uid (the pid namespace's end kills the rest).
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from typing import Any
 import psutil
 
 from rewardgym.environments.code_gen.config import CodeGenConfig
-from rewardgym.environments.code_gen.isolation import Isolation, probe_isolation
+from rewardgym.environments.code_gen.isolation import PROBE_TIMEOUT_S, Isolation, probe_isolation
 from rewardgym.environments.code_gen.lcb_execution import INT_MAX_STR_DIGITS
 from rewardgym.errors import ServerError
 
@@ -46,6 +54,12 @@ log = logging.getLogger(__name__)
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
 STDERR_TAIL_BYTES = 16_384
+READ_CHUNK = 65_536
+REPORT_SLACK_BYTES = 65_536
+TMP_INODES_PER_MB = 256
+"""Room for the fields around a test's output (index, status, seconds …) in one report line."""
+SANDBOX_WORKDIR = "/tmp/work"
+"""The work folder inside the private root (on its tmpfs)."""
 _logged: set[str] = set()
 _SIGNAL_REASONS = {
     signal.SIGXCPU: "CPU time limit exceeded",
@@ -93,19 +107,41 @@ def describe_exit(returncode: int | None) -> str:
 
 
 class SandboxRun:
-    """One running child: its report lines and how it ended."""
+    """One running child: its report lines and how it ended.
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    Every byte the child sends back is counted before it is kept: a report line longer than
+    ``line_limit`` or more than ``stderr_limit`` bytes on stderr ends the run at once (the process group is
+    killed; :attr:`overflow` names the channel), so a flood never grows the server's memory beyond one line.
+    """
+
+    def __init__(self, proc: asyncio.subprocess.Process, line_limit: int, stderr_limit: int) -> None:
         self.proc = proc
+        self.line_limit = line_limit
+        self.stderr_limit = stderr_limit
+        self.overflow: str | None = None
         self.confinement: dict[str, Any] = {}
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_size = 0
+        self.stderr_bytes = 0
         self.started = time.monotonic()
         self.stderr_task = asyncio.ensure_future(self._drain_stderr())
 
+    def _stop(self, reason: str) -> None:
+        """Record the first overflow and kill the run (the full cleanup still happens on leaving ``run``)."""
+        if self.overflow is None:
+            self.overflow = reason
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+
     async def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
-        while chunk := await self.proc.stderr.read(4096):
+        while chunk := await self.proc.stderr.read(READ_CHUNK):
+            self.stderr_bytes += len(chunk)
+            if self.stderr_bytes > self.stderr_limit:
+                self._stop(f"more than {self.stderr_limit} bytes on stderr")
+                return
             self._stderr.append(chunk)
             self._stderr_size += len(chunk)
             while self._stderr_size - len(self._stderr[0]) >= STDERR_TAIL_BYTES:
@@ -115,27 +151,31 @@ class SandboxRun:
         """The last bytes the child wrote on stderr (for diagnostics; may contain the solution's output)."""
         return b"".join(self._stderr)[-STDERR_TAIL_BYTES:].decode("utf-8", "replace")
 
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """The report lines after confinement, in order, until the child closes its report channel."""
+    async def _lines(self) -> AsyncIterator[bytes]:
+        """Complete report lines (without the newline); a partial last line is dropped (the child died)."""
         assert self.proc.stdout is not None
-        while True:
-            try:
-                line = await self.proc.stdout.readline()
-            except ValueError:  # a line over the stream limit: the solution wrote garbage on the channel
-                yield {"event": "invalid"}
+        pending = bytearray()
+        while chunk := await self.proc.stdout.read(READ_CHUNK):
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if len(pending) + end - start > self.line_limit:
+                    break
+                pending += chunk[start:end]
+                yield bytes(pending)
+                pending.clear()
+                start = end + 1
+            pending += chunk[start : start + self.line_limit + 1 - len(pending)]
+            if len(pending) > self.line_limit:
+                self._stop(f"a report line longer than {self.line_limit} bytes")
                 return
-            if not line.endswith(b"\n"):  # end of the channel (a partial last line means the child died)
-                if not self.confinement:
-                    await self.proc.wait()
-                    ended = describe_exit(self.proc.returncode)
-                    raise SandboxError(
-                        f"sandbox child ended before confining itself ({ended}): "
-                        f"{self.stderr_tail().strip()[-500:]}"
-                    )
-                return
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """The report lines after confinement, in order, until the child closes its report channel or sends
+        more than the limits allow (then one ``{"event": "overflow", "reason"}``)."""
+        async for line in self._lines():
             try:
                 with big_ints():
-                    event = json.loads(line)
+                    event = json.loads(line.decode("utf-8", "surrogatepass"))
             except ValueError:
                 event = None
             if not isinstance(event, dict):
@@ -146,11 +186,23 @@ class SandboxRun:
                 self.confinement = event
             else:
                 yield event
+        # A stderr flood is noticed before the child can go on (its write blocks until the reader has read).
+        if self.overflow is not None:
+            yield {"event": "overflow", "reason": f"Output limit: {self.overflow} (max_output_mb)"}
+            return
+        if not self.confinement:
+            await self.proc.wait()
+            ended = describe_exit(self.proc.returncode)
+            raise SandboxError(
+                f"sandbox child ended before confining itself ({ended}): {self.stderr_tail().strip()[-500:]}"
+            )
 
     async def exit_reason(self, timeout: float = 5.0) -> str:
         """How the child ended (waits up to ``timeout`` seconds for it to exit)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.proc.wait(), timeout)
+        if self.overflow is not None:
+            return f"output limit: {self.overflow}"
         return describe_exit(self.proc.returncode)
 
 
@@ -167,10 +219,15 @@ class CodeSandbox:
             self._slots.put_nowait(slot)
 
     async def isolation(self) -> Isolation:
-        """The isolation in use (probed on first call)."""
+        """The isolation in use (probed, then self-tested through a real confined child, on first call)."""
         async with self._probe_lock:
             if self._isolation is None:
                 found = await probe_isolation(self.config.unshare_command, self.python)
+                if found.mode != "none":
+                    self._isolation = found
+                    failure = await self._self_test()
+                    if failure:
+                        found = Isolation("none", (), False, f"`{found.detail}` works, but {failure}")
                 self._isolation = found
                 if found.mode == "none":
                     level = logging.ERROR if self.config.require_network_isolation else logging.WARNING
@@ -179,47 +236,71 @@ class CodeSandbox:
                         if self.config.require_network_isolation
                         else "code_gen runs code WITH network access (require_network_isolation: false)"
                     )
-                    _log_once(level, f"code_gen sandbox: no network isolation ({found.detail}); {action}")
+                    _log_once(level, f"code_gen sandbox: no isolation ({found.detail}); {action}")
                 else:
                     _log_once(logging.INFO, f"code_gen sandbox: {found.mode} isolation via `{found.detail}`")
             return self._isolation
+
+    async def _self_test(self) -> str | None:
+        """Why the confinement does not hold here (``None`` when it does): one real child, fully confined,
+        checks from inside what a solution could reach (network, processes, host files, writable root, user
+        namespaces)."""
+        try:
+            async with asyncio.timeout(PROBE_TIMEOUT_S), self._launch(None, None, [], self_test=True) as run:
+                async for event in run.events():
+                    if event.get("event") == "self_test":
+                        failures = event.get("failures")
+                        return f"the confinement self-test failed: {failures}" if failures else None
+                return f"the confinement self-test did not report ({await run.exit_reason()})"
+        except SandboxError as exc:
+            return f"the confinement self-test failed: {exc}"
+        except TimeoutError:
+            return f"the confinement self-test did not answer within {PROBE_TIMEOUT_S:g} s"
 
     async def ensure_available(self) -> Isolation:
         """The isolation in use; raises :class:`SandboxUnavailableError` when code must not run."""
         found = await self.isolation()
         if found.mode == "none" and self.config.require_network_isolation:
             raise SandboxUnavailableError(
-                "code_gen cannot isolate solutions from the network, so it runs none: "
+                "code_gen cannot isolate solutions from the host, so it runs none: "
                 f"{found.detail}. Run the server as root or enable unprivileged user namespaces, or set "
-                "require_network_isolation: false to run code with network access."
+                "require_network_isolation: false to run code without isolation."
             )
         return found
 
-    def _job(self, code: str, fn_name: str | None, inputs: list[str], workdir: str, uid: int | None) -> bytes:
+    def _job(
+        self, code: str | None, fn_name: str | None, inputs: list[str], workdir: str, uid: int | None
+    ) -> dict[str, Any]:
         cfg = self.config
         budget = (cfg.unit_test_timeout_secs + 1) * max(len(inputs), 1) + 5
-        job = {
+        private = self._isolation is not None and self._isolation.private_root
+        return {
             "code": code,
             "fn_name": fn_name,
             "inputs": inputs,
             "timeout": cfg.unit_test_timeout_secs,
             "workdir": workdir,
             "uid": uid,
-            "private_tmp_mb": cfg.private_tmp_mb if self._isolation and self._isolation.private_tmp else None,
+            "root": {"tmp_mb": cfg.private_tmp_mb, "tmp_inodes": self.tmp_inodes} if private else None,
             "limits": {
                 "cpu_seconds": math.ceil(budget),
                 "memory_bytes": cfg.memory_limit_mb * 2**20,
                 "file_size_bytes": cfg.max_file_size_mb * 2**20,
                 "processes": cfg.max_processes,
-                "output_chars": self.output_chars,
+                "output_chars": self.output_bytes,
+                "report_bytes": self.output_bytes,
             },
         }
-        return json.dumps(job).encode("ascii")
 
     @property
-    def output_chars(self) -> int:
-        """Largest report of one test, in characters."""
+    def output_bytes(self) -> int:
+        """Largest report of one test, in bytes (also the cap on the child's stderr)."""
         return int(self.config.max_output_mb * 2**20)
+
+    @property
+    def tmp_inodes(self) -> int:
+        """Files and folders the private tmpfs may hold (bounds a flood of empty files)."""
+        return max(1024, self.config.private_tmp_mb * TMP_INODES_PER_MB)
 
     def _env(self, workdir: str) -> dict[str, str]:
         threads = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -228,17 +309,32 @@ class CodeSandbox:
     @contextlib.asynccontextmanager
     async def run(self, code: str, fn_name: str | None, inputs: list[str]) -> AsyncIterator[SandboxRun]:
         """Run ``code`` on ``inputs`` in a confined child (see the module docstring)."""
-        found = await self.ensure_available()
+        await self.ensure_available()
+        async with self._launch(code, fn_name, inputs) as run:
+            yield run
+
+    @contextlib.asynccontextmanager
+    async def _launch(
+        self, code: str | None, fn_name: str | None, inputs: list[str], self_test: bool = False
+    ) -> AsyncIterator[SandboxRun]:
+        found = self._isolation
+        assert found is not None
         slot = await self._slots.get()
         uid = None
         if found.drop_privileges and os.geteuid() == 0 and self.config.sandbox_uid_base is not None:
             uid = self.config.sandbox_uid_base + slot
-        workdir = tempfile.mkdtemp(prefix="rewardgym-code-", dir=self.config.work_dir)
+        # With a private root the work folder lives on the sandbox's own tmpfs: nothing is made on the host.
+        host_dir = (
+            None
+            if found.private_root
+            else tempfile.mkdtemp(prefix="rewardgym-code-", dir=self.config.work_dir)
+        )
+        workdir = host_dir or SANDBOX_WORKDIR
         proc: asyncio.subprocess.Process | None = None
         run: SandboxRun | None = None
         try:
-            if uid is not None:
-                os.chown(workdir, uid, uid)
+            if uid is not None and host_dir is not None:
+                os.chown(host_dir, uid, uid)
             proc = await asyncio.create_subprocess_exec(
                 *found.prefix,
                 self.python,
@@ -248,15 +344,16 @@ class CodeSandbox:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=workdir,
+                cwd=host_dir or "/",
                 env=self._env(workdir),
                 start_new_session=True,
-                limit=self.output_chars * 12 + 2**20,
+                limit=READ_CHUNK,
             )
-            run = SandboxRun(proc)
+            run = SandboxRun(proc, self.output_bytes + REPORT_SLACK_BYTES, self.output_bytes)
+            job = self._job(code, fn_name, inputs, workdir, uid) | {"self_test": self_test}
             assert proc.stdin is not None
             with contextlib.suppress(ConnectionError):
-                proc.stdin.write(self._job(code, fn_name, inputs, workdir, uid))
+                proc.stdin.write(json.dumps(job).encode("ascii"))
                 await proc.stdin.drain()
                 proc.stdin.close()
             yield run
@@ -267,7 +364,8 @@ class CodeSandbox:
                 await _kill_all(proc, uid)
             if run is not None:
                 await _finish(run)
-            shutil.rmtree(workdir, ignore_errors=True)
+            if host_dir is not None:
+                shutil.rmtree(host_dir, ignore_errors=True)
             self._slots.put_nowait(slot)
 
 
