@@ -13,6 +13,9 @@ Contract:
   credential shapes (``sk-…``, ``Bearer …``, ``hf_…``, ``nvapi-…``, ``api_key=…``, ``scheme://user:pass@``).
 * :func:`is_env_safe_key` says whether a value read from the environment (``${oc.env:…}``) may be shown
   under that key; every other environment value is treated as a secret (see the config loader).
+* :func:`child_environ` is the environment our server processes get: this process's, without the variables
+  that only carry a secret to the ``gym`` command itself (``REWARDGYM_MODEL_API_KEY``) — children receive
+  their config, secrets included, on a pipe.
 * :func:`url_credentials` finds the ``user:password@`` part of an ``http(s)://`` URL (refused in configs).
 
 Every printer and logger (CLI errors, ``gym config show``, head server, log files, fingerprints) must pass
@@ -59,6 +62,9 @@ _PATTERNS: Final = (
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@"), r"\1" + MASK + "@"),
 )
 
+SECRET_ENV_VARS: Final = ("REWARDGYM_MODEL_API_KEY",)
+"""Environment variables that carry a secret to the ``gym`` command only; never passed to a child."""
+
 _ENV_SAFE_NAMES: Final = frozenset({"host", "port", "name", "model", "url", "log_level", "domain"})
 _ENV_SAFE_SUFFIXES: Final = ("_url", "_urls", "_dir", "_path", "_paths", "_host", "_port", "_name", "_model")
 _UNICODE_ESCAPE = re.compile(r"\\u[0-9a-f]{4}")
@@ -86,6 +92,15 @@ def is_env_safe_key(key: object) -> bool:
         return False
     norm = key.strip().lower().replace("-", "_")
     return not is_secret_key(norm) and (norm in _ENV_SAFE_NAMES or norm.endswith(_ENV_SAFE_SUFFIXES))
+
+
+def child_environ(**extra: str) -> dict[str, str]:
+    """The environment of a child server process (see the module docstring), plus ``extra``."""
+    import os
+
+    env = {key: value for key, value in os.environ.items() if key not in SECRET_ENV_VARS}
+    env.update(extra)
+    return env
 
 
 def url_credentials(value: object) -> str | None:
