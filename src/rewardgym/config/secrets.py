@@ -117,10 +117,13 @@ def url_credentials(value: object) -> str | None:
 
 @lru_cache(maxsize=256)
 def secret_forms(value: str) -> frozenset[str]:
-    """``value`` as it may appear in text written by anyone on the way: raw; JSON-escaped once and twice
+    """``value`` as it may appear in text written by anyone on the way: raw (and, when not ASCII, its UTF-8
+    bytes decoded as Latin-1, as servers decode header values); JSON-escaped once and twice
     (``json.dumps`` with and without ``ensure_ascii``, orjson, upper-case ``\\uXXXX``, escaped ``/``), as
     ``repr`` shows it, and URL-encoded (``quote`` / ``quote_plus``, upper- or lower-case hex)."""
     forms = {value}
+    if not value.isascii():  # its UTF-8 bytes read as Latin-1: how an HTTP server decodes a header value
+        forms.add(value.encode("utf-8").decode("latin-1"))
     for _ in range(2):  # twice: an upstream's JSON body quoted inside our JSON error, inside a JSONL line
         for form in list(forms):
             forms.add(json.dumps(form)[1:-1])
