@@ -10,10 +10,7 @@ get their config on a pipe). The stub upstream's record proves the key did reach
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +18,7 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.conftest import REPO_ROOT
-from tests.servers.test_env_cli import free_port, pids_gone
+from tests.servers.test_env_cli import Gym, free_port, pids_gone
 from tests.stubs.client import call
 from tests.stubs.openai_stub import OpenAIStub, StubState, start_stub
 
@@ -62,29 +58,23 @@ def started(
     folder = tmp_path_factory.mktemp("argv")
     (folder / "extra.yaml").write_text(EXTRA)
     head = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
-    env["REWARDGYM_MODEL_API_KEY"] = API_KEY
     args = [
-        sys.executable, "-m", "rewardgym", "env", "start", "--resources-server", "mcqa",
-        "--model-type", "vllm_model", "--model", "stub-model", "--model-url", f"{upstream[0]}/v1",
-        "--config", "extra.yaml", "--log-dir", "logs", f"++head_server.port={head}", f"++auth_token={TOKEN}",
+        "--resources-server", "mcqa", "--model-type", "vllm_model", "--model", "stub-model",
+        "--model-url", f"{upstream[0]}/v1", "--config", "extra.yaml", "--log-dir", "logs",
+        f"++head_server.port={head}", f"++auth_token={TOKEN}",
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        args, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    assert proc.stdout is not None
-    lines: list[str] = []
-    for line in proc.stdout:  # ends when gym exits; the read returns at "ready" otherwise
-        lines.append(line)
-        if "servers ready" in line:
-            break
+    with pytest.MonkeyPatch.context() as patch:  # the key reaches gym through its environment only
+        patch.setenv("REWARDGYM_MODEL_API_KEY", API_KEY)
+        gym = Gym(args, folder)
+    descendants: list[int] = []
     try:
-        assert any("All 4 servers ready" in line for line in lines), "".join(lines)
-        yield {"pid": proc.pid, "head": f"http://127.0.0.1:{head}"}
+        assert gym.wait_for("All 4 servers ready", timeout=180), gym.text
+        descendants = [p.pid for p in psutil.Process(gym.proc.pid).children(recursive=True)]
+        yield {"pid": gym.proc.pid, "head": f"http://127.0.0.1:{head}"}
     finally:
-        descendants = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        if gym.proc.poll() is None:
+            gym.proc.send_signal(signal.SIGTERM)
+        assert gym.finish(timeout=60) == 0, gym.text
         assert pids_gone(descendants)
 
 
