@@ -180,3 +180,20 @@ def test_where_the_model_api_key_comes_from(tmp_path: Path, monkeypatch: pytest.
         resolve_model_api_key(None, tmp_path / "missing", env)
     monkeypatch.setenv(MODEL_API_KEY_ENV, "from-env-123")
     assert MODEL_API_KEY_ENV not in child_environ() and child_environ(A="1")["A"] == "1"
+
+
+def test_an_environment_value_under_a_secret_mapping_is_masked_once(
+    write: WriteFile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RG_TEST_NESTED", "nested-9c2e5b1d")
+    write(
+        "c.yaml",
+        "client_secret:\n  inner: ${oc.env:RG_TEST_NESTED}\nlisted: [a, '${oc.env:RG_TEST_NESTED}']\n",
+    )
+    shown = load_config(["c.yaml"], cwd=tmp_path, env_yaml=False).redacted()
+    assert shown["client_secret"] == "***" and shown["listed"] == ["a", "***"]
+
+
+def test_session_secret_is_not_held_to_the_header_rule(write: WriteFile, tmp_path: Path) -> None:
+    write("c.yaml", 'session_secret: "line one\\nline two"\nauth_token: tok-123456\n')
+    assert load_config(["c.yaml"], cwd=tmp_path, env_yaml=False).get("auth_token") == "tok-123456"

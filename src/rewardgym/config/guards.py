@@ -6,10 +6,9 @@ Contract (run by the loader on every resolved config, before anything is started
   field and the setting to use instead (``base_url`` → ``api_key``, ``policy_base_url`` →
   ``policy_api_key``). The credential is registered as a secret first, so it is masked in everything
   printed afterwards, and the message never repeats the URL.
-* :func:`check_header_values`: the value of every secret-looking key (API keys and tokens travel as HTTP
-  headers) and every entry of a ``*headers`` mapping must be a valid one-line header value
-  (:mod:`rewardgym.protocol.headers`): a CR/LF is refused here, for both transports, instead of reaching
-  the wire.
+* :func:`check_header_values`: the value of every API key or token (they travel as HTTP headers) and every
+  entry of a ``*headers`` mapping must be a valid one-line header value (:mod:`rewardgym.protocol.headers`):
+  a CR/LF is refused here, for both transports, instead of reaching the wire.
 * :func:`environment_secrets`: of the values ``${oc.env:…}`` read from the environment, those under a key
   that is not known-safe (:func:`~rewardgym.config.secrets.is_env_safe_key`, or a boolean) are registered
   as secrets; their dotted paths are returned so that structured printouts mask them even when short.
@@ -23,6 +22,9 @@ from typing import Any
 from rewardgym.config.secrets import is_env_safe_key, is_secret_key, register_secret, url_credentials
 from rewardgym.errors import ConfigError
 from rewardgym.protocol.headers import check_headers, check_value
+
+_NOT_HEADERS = ("secret", "password", "passwd")
+"""Secret keys whose values are not sent as HTTP headers (``session_secret`` signs cookies)."""
 
 
 def _walk(node: Any, path: str = "") -> Iterator[tuple[str, str, Any]]:
@@ -64,7 +66,7 @@ def check_header_values(resolved: dict[str, Any]) -> None:
     problems: list[ConfigError] = []
     for path, key, value in _walk(resolved):
         try:
-            if isinstance(value, str) and is_secret_key(key):
+            if isinstance(value, str) and is_secret_key(key) and not key.lower().endswith(_NOT_HEADERS):
                 check_value(value, path)
             elif isinstance(value, dict) and key.lower().endswith("headers"):
                 check_headers(value, path)

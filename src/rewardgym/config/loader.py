@@ -118,14 +118,7 @@ class GymConfig:
         from the environment under a key that is not known-safe."""
         result: dict[str, Any] = redact(self._resolved)
         for path in self._env_secret_paths:
-            *parents, last = path.split(".")
-            node: Any = result
-            for part in parents:
-                node = node[int(part)] if isinstance(node, list) else node.get(part)
-            if isinstance(node, list) and node[int(last)] not in (None, ""):
-                node[int(last)] = MASK
-            elif isinstance(node, dict) and node.get(last) not in (None, ""):
-                node[last] = MASK
+            _mask_path(result, path.split("."))
         return result
 
     def to_yaml(self, *, redacted: bool = True) -> str:
@@ -152,6 +145,27 @@ class GymConfig:
 
     def __repr__(self) -> str:
         return f"GymConfig(instances={list(self._instances)}, head_server={self._head_server})"
+
+
+def _mask_path(node: Any, parts: list[str]) -> None:
+    """Replace the value at ``parts`` with the mask (a parent already masked whole is a string: no-op)."""
+    *parents, last = parts
+    for part in parents:
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return
+    if (
+        isinstance(node, list)
+        and last.isdigit()
+        and int(last) < len(node)
+        and node[int(last)] not in (None, "")
+    ):
+        node[int(last)] = MASK
+    elif isinstance(node, dict) and node.get(last) not in (None, ""):
+        node[last] = MASK
 
 
 def _override_requests(overrides: list[Override]) -> tuple[list[PathRequest], list[Override]]:
