@@ -42,10 +42,16 @@ structured redaction by key still masks them."""
 _SECRET_SUFFIXES: Final = ("api_key", "apikey", "token", "secret", "password")
 _SECRET_NAMES: Final = frozenset({"auth_token", "hf_token", "authorization", "x_api_key", "passwd"})
 
+# Each pattern runs only when one of its literal cues occurs in the lower-cased text: a cheap scan that
+# spares the regexes (the key=value one backtracks) on the common line that holds no credential at all.
 _PATTERNS: Final = (
     # Bearer tokens in headers or logs. Like the next pattern, it only masks a credential-looking value
     # (8+ characters with a digit) so that prose such as "openai_api_key: cannot resolve …" stays readable.
-    (re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}"), r"\1" + MASK),
+    (
+        re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,}"),
+        r"\1" + MASK,
+        ("bearer",),
+    ),
     # key=value / key: value / "key": "value" where the key names a secret.
     (
         re.compile(
@@ -53,13 +59,14 @@ _PATTERNS: Final = (
             r"(?=[^\s\"',}\]]*\d)([^\s\"',}\]]{8,})"
         ),
         r"\1" + MASK,
+        ("key", "token", "secret", "passw"),
     ),
     # Well-known key shapes: OpenAI-style, Hugging Face, NVIDIA.
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{6,}"), MASK),
-    (re.compile(r"\bhf_[A-Za-z0-9]{10,}"), MASK),
-    (re.compile(r"\bnvapi-[A-Za-z0-9_-]{10,}"), MASK),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{6,}"), MASK, ("sk-",)),
+    (re.compile(r"\bhf_[A-Za-z0-9]{10,}"), MASK, ("hf_",)),
+    (re.compile(r"\bnvapi-[A-Za-z0-9_-]{10,}"), MASK, ("nvapi-",)),
     # Credentials inside a URL (scheme://user:password@host, scheme://token@host).
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@"), r"\1" + MASK + "@"),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@"), r"\1" + MASK + "@", ("@",)),
 )
 
 SECRET_ENV_VARS: Final = ("REWARDGYM_MODEL_API_KEY",)
@@ -181,8 +188,10 @@ def redact_text(text: str, secrets: Iterable[str] | None = None) -> str:
     for needle in needles:
         if needle in text:
             text = text.replace(needle, MASK)
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    lowered = text.lower()
+    for pattern, replacement, cues in _PATTERNS:
+        if any(cue in lowered for cue in cues):
+            text = pattern.sub(replacement, text)
     return text
 
 
