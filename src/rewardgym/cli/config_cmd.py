@@ -1,7 +1,8 @@
 """``gym config show``: print the resolved configuration, secrets masked.
 
 Also the home of the config-loading options every command shares (``--config``, the asset selectors,
-``--search-dir``, ``--model/-m``, ``--model-url``, ``--model-api-key``) as reusable ``Annotated`` types, and
+``--search-dir``, ``--model/-m``, ``--model-url``, ``--model-api-key``, ``--model-api-key-file``) as reusable
+``Annotated`` types, and
 :data:`CONFIG_OPTION_NAMES` for :func:`~rewardgym.cli.overrides.split_overrides` hints. Commands take the
 leftover ``+k=v`` / ``++k=v`` tokens from ``ctx.args`` (see :data:`OVERRIDE_CONTEXT`).
 """
@@ -40,7 +41,21 @@ SearchDirOpt = Annotated[
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Policy model name (policy_model_name).")]
 ModelUrlOpt = Annotated[str | None, typer.Option("--model-url", help="Policy base URL (policy_base_url).")]
 ModelApiKeyOpt = Annotated[
-    str | None, typer.Option("--model-api-key", help="Policy API key (policy_api_key); never printed.")
+    str | None,
+    typer.Option(
+        "--model-api-key",
+        help="Policy API key (policy_api_key); never printed, but any user of this machine can read a "
+        "command line (ps): prefer --model-api-key-file, $REWARDGYM_MODEL_API_KEY or env.yaml.",
+    ),
+]
+ModelApiKeyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-api-key-file",
+        help="Read the policy API key from the first line of this file (keep it 0600; <(cmd) works too). "
+        "Without either flag, $REWARDGYM_MODEL_API_KEY is used when set.",
+        show_default=False,
+    ),
 ]
 
 CONFIG_OPTION_NAMES: Final = (
@@ -52,6 +67,7 @@ CONFIG_OPTION_NAMES: Final = (
     "-m",
     "--model-url",
     "--model-api-key",
+    "--model-api-key-file",
 )
 """The shared option names, for "did you mean" hints on leftover tokens."""
 
@@ -69,6 +85,7 @@ def show(
     model: ModelOpt = None,
     model_url: ModelUrlOpt = None,
     model_api_key: ModelApiKeyOpt = None,
+    model_api_key_file: ModelApiKeyFileOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of YAML.")] = False,
     allow_missing: Annotated[
         bool, typer.Option("--allow-missing", help="Show the config even if some values are still ???.")
@@ -87,6 +104,7 @@ def show(
         model=model,
         model_url=model_url,
         model_api_key=model_api_key,
+        model_api_key_file=model_api_key_file,
         overrides=overrides,
         require_complete=not allow_missing,
     )

@@ -36,6 +36,7 @@ from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
     ConfigOpt,
+    ModelApiKeyFileOpt,
     ModelApiKeyOpt,
     ModelOpt,
     ModelTypeOpt,
@@ -74,7 +75,7 @@ def _say(message: str) -> None:
 def load_stack_config(
     *, overrides: list[str], config: list[Path], resources: list[str], model_types: list[str],
     agents: list[str], search_dirs: list[Path], model: str | None, model_url: str | None,
-    model_api_key: str | None,
+    model_api_key: str | None, model_api_key_file: Path | None = None,
 ) -> GymConfig:  # fmt: skip
     """The stack config of `gym env start` / `gym eval run`: the embedded model when no model is named."""
 
@@ -82,10 +83,11 @@ def load_stack_config(
         return load_config_from_flags(
             config_paths=config, resources_servers=resources, model_types=types, agents=agents,
             search_dirs=search_dirs, model=model, model_url=model_url, model_api_key=model_api_key,
-            overrides=overrides,
+            model_api_key_file=model_api_key_file, overrides=overrides,
         )  # fmt: skip
 
-    if model_types or any(v is not None for v in (model, model_url, model_api_key)):
+    # $REWARDGYM_MODEL_API_KEY alone does not name a model: the embedded model stays the default.
+    if model_types or any(v is not None for v in (model, model_url, model_api_key, model_api_key_file)):
         return load(model_types)
     try:  # no model flag: use the files' own model server if they define one, else the embedded model
         cfg = load([])
@@ -140,6 +142,7 @@ def start(
     model: ModelOpt = None,
     model_url: ModelUrlOpt = None,
     model_api_key: ModelApiKeyOpt = None,
+    model_api_key_file: ModelApiKeyFileOpt = None,
     log_dir: Annotated[Path | None, typer.Option("--log-dir", help="Directory of the server logs.")] = None,
     startup_timeout: Annotated[
         float, typer.Option("--startup-timeout", help="Seconds each server gets to answer.", min=1)
@@ -154,7 +157,7 @@ def start(
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
         model_types=model_type or [], agents=agent or [], search_dirs=search_dir or [], model=model,
-        model_url=model_url, model_api_key=model_api_key,
+        model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
     )  # fmt: skip
     head_host, head_port = cfg.head_server
     logs = log_dir or Path(

@@ -20,6 +20,7 @@ from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
     ConfigOpt,
+    ModelApiKeyFileOpt,
     ModelApiKeyOpt,
     ModelOpt,
     ModelTypeOpt,
@@ -84,6 +85,7 @@ def reverify(
     model: ModelOpt = None,
     model_url: ModelUrlOpt = None,
     model_api_key: ModelApiKeyOpt = None,
+    model_api_key_file: ModelApiKeyFileOpt = None,
 ) -> None:
     """Re-score stored rollouts with the current verifiers (no inference).
 
@@ -95,7 +97,7 @@ def reverify(
     cfg = load_config_from_flags(
         config_paths=config or [], resources_servers=resources_server or [], model_types=model_type or [],
         search_dirs=search_dir or [], model=model, model_url=model_url, model_api_key=model_api_key,
-        overrides=overrides,
+        model_api_key_file=model_api_key_file, overrides=overrides,
     )  # fmt: skip
     served_cfg, routes = reverify_config(cfg)
     settings = ReverifySettings(

@@ -20,6 +20,7 @@ from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
     ConfigOpt,
+    ModelApiKeyFileOpt,
     ModelApiKeyOpt,
     ModelOpt,
     ModelTypeOpt,
@@ -166,6 +167,7 @@ def run(
     model: ModelOpt = None,
     model_url: ModelUrlOpt = None,
     model_api_key: ModelApiKeyOpt = None,
+    model_api_key_file: ModelApiKeyFileOpt = None,
 ) -> None:
     """Collect rollouts: materialize the input rows, run them through the agents, record each result.
 
@@ -182,7 +184,7 @@ def run(
         cfg = load_stack_config(
             overrides=overrides, config=config or [], resources=resources_server or [],
             model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
-            model_url=model_url, model_api_key=model_api_key,
+            model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
         )  # fmt: skip
     create_params: dict[str, Any] = {}
     for key, value in (

@@ -17,7 +17,9 @@ import aiohttp
 import orjson
 
 from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status, parse_retry_after
+from rewardgym.config.secrets import redact_text
 from rewardgym.protocol import keys
+from rewardgym.protocol.headers import check_headers
 from rewardgym.servers.errors import error_message
 from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
 
@@ -25,6 +27,8 @@ _REASON_CHARS = 500
 
 
 def _short(text: str) -> str:
+    """A failure reason: secrets masked (in any encoding) first, then cut — a cut never splits a secret."""
+    text = redact_text(text)
     return text if len(text) <= _REASON_CHARS else text[:_REASON_CHARS] + "…"
 
 
@@ -45,7 +49,8 @@ class AgentClient:
         self._urls = {name: url.rstrip("/") + path for name, url in agent_urls.items()}
         self._timeout = aiohttp.ClientTimeout(total=rollout_timeout_s, connect=connect_timeout_s)
         self._max_connections = max_connections
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
+        # Validated once here (a CR/LF in the shared token would otherwise inject a header on every call).
+        self._headers = check_headers({"Content-Type": "application/json", **(headers or {})}, "headers")
         self._session: aiohttp.ClientSession | None = None
         # The rollout timeout bounds each attempt as a whole; reads are not bounded separately.
         self._h1 = H1Pool(

@@ -3,7 +3,9 @@
 It holds hashes of the materialized inputs and of the ``--input`` file, the resolved settings that shape the
 rollouts (config minus secrets, hosts and ports; repeat settings; sampling overrides) and the agent
 instances. Resuming with any of them changed is refused with the list of what changed, unless ``--force``.
-No secret is ever written: the config is redacted before it reaches this module's caller's dict.
+No secret is ever written: the caller passes the redacted config, and :func:`build_fingerprint` redacts the
+settings once more (a value under a secret-looking key, any registered secret in any encoding, credentials
+in a URL) so that nothing a caller forgot reaches the file.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from rewardgym.config.secrets import redact
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.outputs import atomic_write_bytes
 
@@ -45,7 +48,7 @@ def build_fingerprint(
         "version": 1,
         "materialized_inputs_sha256": file_sha256(materialized),
         "input_sha256": file_sha256(input_path) if input_path is not None and input_path.exists() else None,
-        "settings": strip_volatile(dict(settings)),
+        "settings": strip_volatile(redact(dict(settings))),
     }
 
 

@@ -12,9 +12,13 @@ Pipeline (every problem is a :class:`~rewardgym.errors.ConfigError`):
 5. Apply the ``_inherit_from`` / ``_copy`` / ``_delete_key`` directives.
 6. Fill ``head_server`` and missing instance hosts/ports (so ``${head_server.port}`` resolves).
 7. Resolve every ``${…}``; every ``???`` left is reported in one error (unless ``require_complete=False``).
-8. Detect server instances strictly, check their references, validate hosts and ports.
+8. Refuse what would put a secret in clear or on the wire badly (:mod:`rewardgym.config.guards`): a URL with
+   ``user:password@``, a CR/LF in an API key, token or configured header.
+9. Detect server instances strictly, check their references, validate hosts and ports.
 
-Secret values seen on the way are registered for :func:`~rewardgym.config.secrets.redact_text`.
+Secret values seen on the way are registered for :func:`~rewardgym.config.secrets.redact_text`, and so is
+every value ``${oc.env:…}`` read from the environment under a key that is not known-safe
+(:func:`~rewardgym.config.secrets.is_env_safe_key`): :meth:`GymConfig.redacted` masks those too.
 """
 
 from __future__ import annotations
@@ -39,13 +43,14 @@ from rewardgym.config.files import (
     load_env_yaml,
     split_config_paths,
 )
+from rewardgym.config.guards import check_header_values, environment_secrets, refuse_url_credentials
 from rewardgym.config.instances import ServerInstance, ServerKind, check_references, find_instances
 from rewardgym.config.oc_errors import omegaconf_message
 from rewardgym.config.overrides import Override, apply_overrides, parse_overrides
 from rewardgym.config.ports import assign_hosts_and_ports
 from rewardgym.config.prefill import prefill_hosts_and_ports
 from rewardgym.config.resolve import materialize
-from rewardgym.config.secrets import redact, register_secrets_in
+from rewardgym.config.secrets import MASK, redact, register_secrets_in
 from rewardgym.errors import ConfigError
 
 logger = logging.getLogger("rewardgym.config")
@@ -64,8 +69,10 @@ class GymConfig:
         files: Sequence[Path],
         warnings: Sequence[str],
         missing: Sequence[str],
+        env_secret_paths: frozenset[str] = frozenset(),
     ) -> None:
         self._raw = raw
+        self._env_secret_paths = env_secret_paths
         self._resolved = resolved
         self._instances = instances
         self._head_server = head_server
@@ -105,8 +112,13 @@ class GymConfig:
         return copy.deepcopy(self._resolved if resolve else self._raw)
 
     def redacted(self) -> dict[str, Any]:
-        """The resolved config with secrets masked: the only form to print, log, serve or fingerprint."""
+        """The resolved config with secrets masked: the only form to print, log, serve or fingerprint.
+
+        Masked: values of secret-looking keys, registered secret values wherever they occur, and values read
+        from the environment under a key that is not known-safe."""
         result: dict[str, Any] = redact(self._resolved)
+        for path in self._env_secret_paths:
+            _mask_path(result, path.split("."))
         return result
 
     def to_yaml(self, *, redacted: bool = True) -> str:
@@ -133,6 +145,27 @@ class GymConfig:
 
     def __repr__(self) -> str:
         return f"GymConfig(instances={list(self._instances)}, head_server={self._head_server})"
+
+
+def _mask_path(node: Any, parts: list[str]) -> None:
+    """Replace the value at ``parts`` with the mask (a parent already masked whole is a string: no-op)."""
+    *parents, last = parts
+    for part in parents:
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return
+    if (
+        isinstance(node, list)
+        and last.isdigit()
+        and int(last) < len(node)
+        and node[int(last)] not in (None, "")
+    ):
+        node[int(last)] = MASK
+    elif isinstance(node, dict) and node.get(last) not in (None, ""):
+        node[last] = MASK
 
 
 def _override_requests(overrides: list[Override]) -> tuple[list[PathRequest], list[Override]]:
@@ -217,8 +250,12 @@ def _build(raw: Any, *, files: Sequence[Path], warnings: Sequence[str], require_
         tree = OmegaConf.create(raw)
     except OmegaConfBaseException as exc:
         raise ConfigError(f"invalid config: {omegaconf_message(exc)}") from None
-    resolved, missing = materialize(tree, require_complete=require_complete)
+    env_reads: list[tuple[str, str]] = []
+    resolved, missing = materialize(tree, require_complete=require_complete, env_reads=env_reads)
     register_secrets_in(resolved)
+    env_secret_paths = environment_secrets(env_reads)
+    refuse_url_credentials(resolved)
+    check_header_values(resolved)
 
     blocks = find_instances(resolved)
     check_references(blocks)
@@ -232,6 +269,7 @@ def _build(raw: Any, *, files: Sequence[Path], warnings: Sequence[str], require_
         files=files,
         warnings=warnings,
         missing=missing,
+        env_secret_paths=env_secret_paths,
     )
 
 

@@ -10,15 +10,21 @@ Contract:
 * With ``require_complete=False``, ``???`` values are returned as the string ``"???"`` and an interpolation
   that points at a ``???`` value is returned unresolved (as written), instead of failing.
 * :func:`missing_values_error` builds the single error that lists every ``???`` path.
+* ``env_reads``: when given a list, :func:`materialize` appends ``(dotted path, value)`` for every value an
+  ``${oc.env:VAR}`` read from the environment while resolving (a default used because ``VAR`` is unset is
+  not an environment value). The path is the key that holds the interpolation, even when another key
+  reaches it through ``${…}``. The loader masks these values as secrets unless the key is known-safe.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, Node, OmegaConf
 from omegaconf.errors import (
     InterpolationKeyError,
     InterpolationToMissingValueError,
@@ -32,6 +38,35 @@ from rewardgym.errors import ConfigError
 MISSING = "???"
 _KEY_NOT_FOUND = re.compile(r"Interpolation key '([^']+)' not found")
 _ENV_NOT_FOUND = re.compile(r"Environment variable '([^']+)' not found")
+
+
+_ENV_READS: ContextVar[list[tuple[str, str]] | None] = ContextVar("rewardgym_env_reads", default=None)
+_NO_DEFAULT: Any = object()
+
+
+def _node_path(node: Node) -> str:
+    parts: list[str] = []
+    current: Node | None = node
+    while current is not None and current._get_parent() is not None:
+        parts.append(str(current._key()))
+        current = current._get_parent()
+    return ".".join(reversed(parts))
+
+
+def _env(key: str, default: Any = _NO_DEFAULT, *, _node_: Node) -> str | None:
+    """``oc.env`` exactly as OmegaConf has it, plus a record of what came from the environment."""
+    value = os.environ.get(key)
+    if value is None:
+        if default is _NO_DEFAULT:
+            raise KeyError(f"Environment variable '{key}' not found")
+        return str(default) if default is not None else None
+    reads = _ENV_READS.get()
+    if reads is not None:
+        reads.append((_node_path(_node_), value))
+    return value
+
+
+OmegaConf.register_new_resolver("oc.env", _env, replace=True)
 
 
 def _join(path: str, key: Any) -> str:
@@ -60,8 +95,18 @@ def _interpolation_error(path: str, raw: Any, exc: OmegaConfBaseException) -> Co
     return ConfigError(f"{path}: cannot resolve interpolation{written}: {msg}; set ++{path}=<value>")
 
 
-def materialize(cfg: DictConfig, *, require_complete: bool = True) -> tuple[dict[str, Any], list[str]]:
+def materialize(
+    cfg: DictConfig, *, require_complete: bool = True, env_reads: list[tuple[str, str]] | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Resolve ``cfg`` into plain data; returns (data, dotted paths of ``???`` values)."""
+    token = _ENV_READS.set(env_reads)
+    try:
+        return _materialize(cfg, require_complete=require_complete)
+    finally:
+        _ENV_READS.reset(token)
+
+
+def _materialize(cfg: DictConfig, *, require_complete: bool) -> tuple[dict[str, Any], list[str]]:
     missing: list[str] = []
 
     def value_at(container: DictConfig | ListConfig, key: Any, path: str) -> Any:

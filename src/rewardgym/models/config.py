@@ -21,6 +21,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from rewardgym.protocol.headers import valid_headers, valid_secret_value
+
 _CONFIG = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -110,6 +112,10 @@ class VLLMModelConfig(ChatAdapterConfig):
                 raise ValueError(f"{url!r} is not an http(s) URL")
         return value.rstrip("/") if isinstance(value, str) else [u.rstrip("/") for u in value]
 
+    # Both go out as HTTP headers: a CR/LF is refused at configuration time, for both transports.
+    _api_key_is_one_header_line = field_validator("api_key")(valid_secret_value)
+    _default_headers_are_valid = field_validator("default_headers")(valid_headers)
+
     @field_validator("use_completions_api")
     @classmethod
     def _no_completions_api(cls, value: bool) -> bool:
@@ -184,6 +190,9 @@ class OpenAIModelConfig(BaseModel):
 
     max_concurrent_requests: int | None = Field(default=None, ge=1)
     """Upper bound on simultaneous upstream calls from this server (``null``: no bound)."""
+
+    _api_key_is_one_header_line = field_validator("openai_api_key")(valid_secret_value)
+    _default_headers_are_valid = field_validator("openai_default_headers")(valid_headers)
 
     @field_validator("openai_base_url")
     @classmethod

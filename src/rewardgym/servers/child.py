@@ -4,10 +4,10 @@ Contract:
 - Reads one :class:`~rewardgym.servers.spec.ChildSpec` as JSON from stdin (so secrets never appear on the
   command line or in the environment), asks the kernel to SIGTERM it when the supervisor dies
   (``PR_SET_PDEATHSIG``, Linux) and exits at once if the supervisor is already gone.
-- Finds the server class (:func:`~rewardgym.servers.spec.server_class`: registry lookup of ``kind`` and
-  ``implementation``), builds the server from ``config`` (construction and launching stay separate:
-  this module only launches), and serves until SIGINT/SIGTERM (graceful, bounded by
-  ``graceful_shutdown_s``).
+- Registers the spec's ``secrets`` for redaction, then finds the server class
+  (:func:`~rewardgym.servers.spec.server_class`: registry lookup of ``kind`` and ``implementation``),
+  builds the server from ``config`` (construction and launching stay separate: this module only launches),
+  and serves until SIGINT/SIGTERM (graceful, bounded by ``graceful_shutdown_s``).
 - A user-caused failure (invalid config, port in use) prints one ``Error: …`` line to stderr and exits 1;
   stdout/stderr are the instance's log file, opened by the supervisor.
 - :func:`run` is the same thing for a spec already in hand; the fork server
@@ -23,7 +23,7 @@ import sys
 
 from pydantic import ValidationError
 
-from rewardgym.config.secrets import redact_text
+from rewardgym.config.secrets import redact_text, register_secret
 from rewardgym.errors import RewardGymError
 from rewardgym.servers.spec import ChildSpec, server_class
 
@@ -45,6 +45,8 @@ def die_with_parent(parent_pid: int | None) -> None:
 def run(spec: ChildSpec) -> int:
     """Build the server of ``spec`` and serve it until SIGINT/SIGTERM; returns the exit code (a user-caused
     failure prints one ``Error: …`` line to stderr and returns 1)."""
+    for secret in spec.secrets:
+        register_secret(secret)
     try:
         from rewardgym.servers.launch import serve_forever
         from rewardgym.servers.logs import attach_library_loggers

@@ -17,9 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from rewardgym.errors import ConfigError
+from rewardgym.protocol.headers import valid_secret_value
 
 _CONFIG = ConfigDict(extra="forbid")
 
@@ -147,6 +148,9 @@ class ServerConfig(BaseModel):
 
     num_workers: int | None = None
     """Accepted for NeMo Gym compatibility; a server runs one worker process."""
+
+    # The token travels as a header to every peer: a CR/LF in it is refused here, not put on the wire.
+    _auth_token_is_one_header_line = field_validator("auth_token")(valid_secret_value)
 
     def peer_url(self, ref: ServerRef, field: str) -> str:
         """Base URL of the referenced server; :class:`ConfigError` naming ``field`` when it cannot resolve."""

@@ -7,7 +7,8 @@ Contract:
   (:class:`UpstreamHTTPError`, :class:`UpstreamConnectionError`, :class:`UpstreamProtocolError`) or
   504 (:class:`UpstreamTimeout`). They are :class:`~rewardgym.errors.ServerError` so a CLI caller prints
   them as one ``Error:`` line.
-- Messages name the URL without credentials or query string and never include a secret.
+- Messages name the URL without credentials or query string and never include a secret: a body quoted in
+  a message (:func:`snippet`) is redacted *before* it is cut, so a cut never leaves a piece of a secret.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
+from rewardgym.config.secrets import redact_text
 from rewardgym.errors import ServerError
 
 _BODY_SNIPPET = 500
@@ -34,9 +36,9 @@ def safe_url(url: str) -> str:
 
 
 def snippet(body: bytes | str, limit: int = _BODY_SNIPPET) -> str:
-    """A printable prefix of a response body."""
+    """A printable prefix of a response body, secrets masked (in any encoding) before it is cut."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    text = text.strip()
+    text = redact_text(text.strip())
     return text if len(text) <= limit else text[:limit] + "…"
 
 

@@ -29,6 +29,7 @@ from typing import IO
 
 import orjson
 
+from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
 from rewardgym.servers.spec import ChildSpec
 
@@ -65,7 +66,7 @@ def _spawn_zygote(stderr: IO[bytes] | int) -> subprocess.Popen[bytes]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=child_environ(PYTHONUNBUFFERED="1"),  # forked servers inherit it: no gym-only secret in it
         process_group=0,
     )
 

@@ -35,6 +35,10 @@ class H1ProtocolError(H1Error):
     """The peer answered something that is not valid HTTP/1.1."""
 
 
+class H1HeaderError(H1Error, ValueError):
+    """A request header would break the header block (a CR/LF in its value): refused before sending."""
+
+
 class Headers(dict[str, str]):
     """Reply headers with lower-cased names; lookups ignore case (repeated headers are joined by ", ")."""
 

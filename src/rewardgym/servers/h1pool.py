@@ -21,6 +21,10 @@ Contract:
   mid-request), :class:`H1ProtocolError` (malformed HTTP) or :class:`TimeoutError` (``connect_timeout_s``
   to connect; ``read_timeout_s`` without a byte from the peer; ``total_timeout_s`` for the whole request).
   A cancelled or failed request closes its connection: a connection is only reused after a complete reply.
+- Header values are sent as UTF-8, like aiohttp sends them, so both transports put the same bytes on the
+  wire. Values are validated once where they are configured (:mod:`rewardgym.protocol.headers`); as a last
+  line, a request whose header block would contain a CR or LF of a value is refused with
+  :class:`H1HeaderError` (naming the header, never the value) instead of injecting a header.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from rewardgym.servers.h1conn import (
     H1ConnectError,
     H1Disconnected,
     H1Error,
+    H1HeaderError,
     H1ProtocolError,
     H1Reply,
     Headers,
@@ -46,12 +51,20 @@ __all__ = [
     "H1ConnectError",
     "H1Disconnected",
     "H1Error",
+    "H1HeaderError",
     "H1Pool",
     "H1ProtocolError",
     "H1Reply",
     "Headers",
     "Target",
 ]
+
+
+def _injected(headers: dict[str, str]) -> str:
+    for name, value in headers.items():
+        if any(c in name or c in value for c in "\r\n"):
+            return f"request header {name.encode('ascii', 'replace').decode()!r} contains CR/LF; not sent"
+    return "the request line contains CR/LF; not sent"
 
 
 class _Peer:
@@ -108,13 +121,19 @@ class H1Pool:
             raise H1Disconnected("the connection pool is closed")
         target = self.target(url)
         head = [method.encode("ascii"), b" ", target.target, b" HTTP/1.1\r\nHost: ", target.host_header]
+        lines = 2  # the request line and Host
         if headers:
+            lines += len(headers)
             for name, value in headers.items():
-                head += (b"\r\n", name.encode("latin-1"), b": ", value.encode("latin-1"))
+                head += (b"\r\n", name.encode("latin-1"), b": ", value.encode("utf-8"))
         if body is not None:
+            lines += 1
             head += (b"\r\nContent-Length: ", str(len(body)).encode("ascii"))
         head.append(b"\r\n\r\n")
-        data = b"".join(head) + body if body is not None else b"".join(head)
+        block = b"".join(head)
+        if block.count(b"\n") != lines + 1 or block.count(b"\r") != lines + 1:  # two C-speed scans
+            raise H1HeaderError(_injected(headers or {}))
+        data = block + body if body is not None else block
         total = total_timeout_s if total_timeout_s is not None else self.total_timeout_s
         deadline = None if total is None else time.monotonic() + total
         return await self._exchange(target, data, deadline, total)

@@ -20,7 +20,12 @@ Contract:
 - Transport: plain ``http://`` URLs go through the lean keep-alive transport of
   :mod:`rewardgym.servers.h1pool` (every hop between our own servers, and local vLLM / llama.cpp);
   ``https://`` URLs — and every URL when ``fast_http`` is off — go through aiohttp. Both give the same
-  replies, errors and retries.
+  replies, errors and retries, and send header values as the same (UTF-8) bytes.
+- Headers: the client's fixed ``headers`` are validated once at construction
+  (:func:`rewardgym.protocol.headers.check_headers`: a CR/LF or another control character in a value is a
+  :class:`~rewardgym.errors.ConfigError`). A per-call header that still carries one is refused by either
+  transport before anything is sent: a final :class:`~rewardgym.servers.errors.UpstreamConnectionError`
+  naming the header, never its value.
 """
 
 from __future__ import annotations
@@ -38,8 +43,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from rewardgym.protocol.headers import check_headers, header_problem
 from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
+from rewardgym.servers.h1pool import (
+    H1ConnectError,
+    H1Disconnected,
+    H1HeaderError,
+    H1Pool,
+    H1ProtocolError,
+    Target,
+)
 
 if TYPE_CHECKING:  # aiohttp is imported on first use: servers that never call out start faster
     import aiohttp
@@ -157,7 +170,7 @@ class HttpClient:
 
     def __init__(self, config: HttpClientConfig | None = None, *, headers: Mapping[str, str] | None = None):
         self.config = config or HttpClientConfig()
-        self._headers = dict(headers or {})
+        self._headers = check_headers(headers or {}, "HTTP client headers")
         self._session: aiohttp.ClientSession | None = None
         self._retry_statuses = frozenset(self.config.retry_statuses)
         self._timeout: aiohttp.ClientTimeout | None = None
@@ -285,6 +298,8 @@ class HttpClient:
             failure = UpstreamTimeout(url, f"no reply within the timeout ({method}, attempt {attempt})")
             failure.final = not self.config.retry_on_timeout
             raise failure from None
+        except H1HeaderError as exc:
+            raise UpstreamConnectionError(url, str(exc), final=True) from None
         except ValueError:
             raise UpstreamConnectionError(url, "invalid URL", final=True) from None
         except H1ConnectError as exc:
@@ -325,6 +340,15 @@ class HttpClient:
             raise failure from None
         except aiohttp.InvalidURL:
             raise UpstreamConnectionError(url, "invalid URL", final=True) from None
+        except ValueError as exc:
+            if "header" not in str(exc).lower():
+                raise
+            # aiohttp's own refusal of a control character in a header (its message may quote the value)
+            bad = [name for name, value in headers.items() if header_problem(name, value)]
+            what = f"request header {bad[0]!r}" if bad else "a request header"
+            raise UpstreamConnectionError(
+                url, f"{what} contains a control character; not sent", final=True
+            ) from None
         except aiohttp.ClientConnectorDNSError as exc:
             raise UpstreamConnectionError(url, f"cannot resolve host: {exc}", dns_failure=True) from None
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:

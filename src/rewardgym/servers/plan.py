@@ -4,7 +4,9 @@ Contract:
 - :func:`child_specs`: one :class:`~rewardgym.servers.spec.ChildSpec` per server instance, in config order.
   Each config is the instance's resolved fields plus ``name``, ``host``, ``port``, ``peers`` (every other
   instance's URL) and the run-wide defaults the instance does not set itself: ``log_dir``, ``log_level``,
-  ``auth_token``. Nothing is imported: building specs is cheap, so children can be spawned at once.
+  ``auth_token``; and every secret value registered in this process (``secrets``, so the child masks
+  what the supervisor masks). Nothing is imported: building specs is cheap, so children can be spawned at
+  once.
 - :func:`validate_specs`: finds each class (:func:`rewardgym.registry.lookup`: a built-in name or
   ``module.path:Class``; it must be a :class:`~rewardgym.servers.base.BaseServer`) and validates each config,
   raising one :class:`ConfigError` naming ``<instance>.<field>``. The supervisor runs it while the children
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardgym.config import GymConfig
+from rewardgym.config.secrets import registered_secrets
 from rewardgym.errors import ConfigError
 from rewardgym.servers.spec import ChildSpec, server_class
 
@@ -31,6 +34,7 @@ def child_specs(cfg: GymConfig, *, log_dir: Path) -> list[ChildSpec]:
     if not instances:
         raise ConfigError("the config defines no server instances (use --config, --resources-server, …)")
     peers = {name: inst.url for name, inst in instances.items()}
+    secrets = sorted(registered_secrets())
     specs = []
     for inst in instances.values():
         config: dict[str, Any] = {**inst.fields, "name": inst.name, "host": inst.host, "port": inst.port}
@@ -42,7 +46,13 @@ def child_specs(cfg: GymConfig, *, log_dir: Path) -> list[ChildSpec]:
             if value not in (None, "") and key not in config:
                 config[key] = value
         specs.append(
-            ChildSpec(name=inst.name, kind=inst.kind, implementation=inst.implementation, config=config)
+            ChildSpec(
+                name=inst.name,
+                kind=inst.kind,
+                implementation=inst.implementation,
+                config=config,
+                secrets=secrets,
+            )
         )
     return specs
 

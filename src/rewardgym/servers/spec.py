@@ -37,6 +37,10 @@ class ChildSpec(BaseModel):
     config: dict[str, Any] = Field(repr=False)
     """The instance's resolved config (validated by the server class). Contains secrets: never print it."""
 
+    secrets: list[str] = Field(default_factory=list, repr=False)
+    """Every secret value the supervisor knows (registered while loading the config, e.g. values read from the
+    environment under a key that does not look secret): the child masks them in its logs and answers too."""
+
     parent_pid: int | None = None
     """Pid of the supervisor; the child exits when its parent is gone."""
 

@@ -23,8 +23,10 @@ Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
   SIGKILL; then the fork server and the head stop. Children also die if the supervisor is SIGKILLed: they
   ask the kernel for ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.servers.child`; forked ones
   through the fork server, which dies with the supervisor).
-- Secrets travel only through pipes (the children's or the fork server's stdin). The instance records served
-  by the head hold no secret.
+- Secrets travel only through pipes (the children's or the fork server's stdin): never on a command line
+  (``/proc/<pid>/cmdline`` is readable by every user), and the children's environment is this process's
+  minus ``REWARDGYM_MODEL_API_KEY`` (:func:`~rewardgym.config.secrets.child_environ`). The instance records
+  served by the head hold no secret.
 - Start-up probes use the standard library (:mod:`rewardgym.servers.probe`), not aiohttp.
 """
 
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
 from rewardgym.servers.errors import UpstreamConnectionError, UpstreamError, safe_url
 from rewardgym.servers.forking import ForkedProcess, ForkServer, ForkServerError
@@ -269,7 +272,7 @@ class Supervisor:
                 forks, self._forks = self._forks, None
                 await forks.close()
         spec = child.spec.model_copy(update={"parent_pid": os.getpid()})
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = child_environ(PYTHONUNBUFFERED="1")
         with child.log.open("wb") as log:  # a fresh log per start: its tail is about this run
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
