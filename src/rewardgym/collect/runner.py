@@ -256,7 +256,9 @@ async def _collect(
     if settings.resume:
         out.write(f"Resuming: {resumed_done} of {total} rollouts already done\n")
     out.write(f"Materialized inputs: {outputs.materialized} ({total} rollouts)\n")
-    out.write(f"Querying with {settings.concurrency} concurrent requests\n")
+    # Never more workers than rollouts not yet done (the dispatcher starts one per row it pulls).
+    workers = max(1, min(settings.concurrency, total - resumed_done))
+    out.write(f"Querying with {workers} concurrent requests\n")
     out.flush()
 
     rollouts = JsonlAppender(outputs.rollouts)
