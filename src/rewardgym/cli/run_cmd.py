@@ -36,6 +36,7 @@ from rewardgym.collect.runner import CollectSettings, format_summary, run_collec
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
+from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, load_bounded_file
 
 _FLAGS = [
     *CONFIG_OPTION_NAMES,
@@ -55,7 +56,7 @@ def _prompt_config(path: Path | None) -> PromptConfig | None:
     if path is None:
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_bounded_file(path, max_nodes=CONFIG_MAX_NODES)
     except FileNotFoundError:
         raise DataError(f"prompt config not found: '{path}' (--prompt-config)") from None
     except yaml.YAMLError as exc:
