@@ -8,6 +8,7 @@ flag are read from the config (``++rollout_timeout_s=…``, ``++max_attempts=…
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -242,6 +243,9 @@ def run(
 
 async def _collect_no_serve(settings: CollectSettings, head: str, headers: dict[str, str] | None) -> int:
     agents = await discover_agents(head, headers)
+    # The local config does not say which model the running servers serve: the head registry does.
+    fingerprint = {**settings.fingerprint_settings, "models": agents.models or {}}
+    settings = dataclasses.replace(settings, fingerprint_settings=fingerprint)
     summary = await run_collection(settings, agents, headers=headers)
     _say(format_summary(summary))
     return 130 if summary.stop_reason == "interrupted" else (1 if summary.stop_reason else 0)

@@ -40,7 +40,13 @@ from rewardgym.collect.aggregate import (
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats
 from rewardgym.collect.failures import AttemptFailure, RetryPolicy
-from rewardgym.collect.fingerprint import build_fingerprint, differences, read_fingerprint, write_fingerprint
+from rewardgym.collect.fingerprint import (
+    build_fingerprint,
+    describe_changes,
+    differences,
+    read_fingerprint,
+    write_fingerprint,
+)
 from rewardgym.collect.materialize import MaterializeOptions, iter_materialized
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.progress import CollectionProgress
@@ -167,11 +173,12 @@ def _prepare(
         if changed and not settings.force:
             raise UsageError(
                 "cannot resume: the run changed since it started ("
-                + ", ".join(changed)
+                + describe_changes(old, new, changed)
                 + "); start a fresh run, or pass --force to resume anyway"
             )
         if changed:
-            out.write(f"Warning: resuming although these changed: {', '.join(changed)} (--force)\n")
+            described = describe_changes(old, new, changed)
+            out.write(f"Warning: resuming although these changed: {described} (--force)\n")
             write_fingerprint(outputs.fingerprint, new)
         prior = load_prior_run(outputs)
         recovered = prior.done & prior.attempts.keys()
