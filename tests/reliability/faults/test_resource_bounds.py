@@ -225,3 +225,29 @@ def test_both_client_transports_bound_time_and_size(fast_http: bool) -> None:
         asyncio.run(main())
         assert upstream.stats()["faults"] == {"dribble": 3, "huge": 1}
         poll(lambda: upstream.stats()["in_flight"] == 0, timeout=10.0)
+
+
+@pytest.mark.parametrize("fast_http", [True, False], ids=["lean", "aiohttp"])
+def test_a_compressed_bomb_is_cut_off_after_decoding(fast_http: bool) -> None:
+    """A 50 KB gzip body that inflates to 50 MB is refused at the limit of the decoded size."""
+    import gzip
+
+    bomb = gzip.compress(b"0" * 50_000_000, compresslevel=9)
+    assert len(bomb) < 100_000
+
+    async def main() -> None:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+            writer.write(f"{head}Content-Length: {len(bomb)}\r\n\r\n".encode() + bomb)
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        config = HttpClientConfig(max_reply_bytes=4_000_000, fast_http=fast_http)
+        async with server, HttpClient(config) as client:
+            with pytest.raises(UpstreamReplyTooLarge, match=r"larger than 4,000,000 bytes"):
+                await client.get(f"http://127.0.0.1:{port}/")
+
+    asyncio.run(main())
