@@ -19,7 +19,10 @@ Fault kinds (each with a probability per request; the rates must sum to at most 
 - ``reset``: the status line, headers (full ``Content-Length``) and half of the body, then the connection is
   reset (RST) — a connection cut mid-body;
 - ``malformed``: 200 with a JSON body cut in half; ``missing``: 200 with valid JSON that lacks a required
-  field (``choices`` of a chat completion, ``output`` of a response).
+  field (``choices`` of a chat completion, ``output`` of a response);
+- ``dribble``: the status line and headers of a normal answer, then its body one byte every ``dribble_s``
+  (default 1 s) — each byte resets a client's read timeout, only a total timeout ends it;
+- ``huge``: 200 with a valid JSON answer padded to ``huge_bytes`` (default 50 MB).
 
 A request whose body contains ``[[fault:<kind>:<n>]]`` (e.g. in a prompt) gets that fault on its first
 ``n`` arrivals (``n = 0``: on every arrival) and passes afterwards, whatever the rates: one collection can
@@ -35,7 +38,8 @@ hash, one dict update and the stub answer (:class:`tests.stubs.openai_stub.OpenA
 Endpoints: ``POST /v1/chat/completions`` and ``POST /v1/responses`` (also without ``/v1``), ``GET
 /v1/models``, ``GET /`` (liveness), ``GET /_stats`` (the counters below), ``DELETE /_stats`` (reset them) and
 ``POST /_control`` (any of ``rates`` (kind → probability, replacing all rates), ``seed``, ``retry_after_s``,
-``hang_s``, ``max_faults_per_call``, ``latency_ms``, ``text``, ``reset_stats``).
+``hang_s``, ``dribble_s``, ``huge_bytes``, ``max_faults_per_call``, ``latency_ms``, ``text``,
+``reset_stats``).
 
 Counters (``GET /_stats``): ``requests``, ``calls`` (distinct bodies), ``ok``, ``faults`` per kind,
 ``attempts`` (histogram: arrivals per call → number of calls), ``in_flight`` (calls not answered yet, hung
@@ -70,7 +74,10 @@ import orjson
 
 from tests.stubs.openai_stub import OpenAIStub, StubState
 
-KINDS = ("500", "502", "503", "504", "401", "429", "429_bare", "hang", "reset", "malformed", "missing")
+KINDS = (
+    "500", "502", "503", "504", "401", "429", "429_bare", "hang", "reset", "malformed", "missing",
+    "dribble", "huge",
+)  # fmt: skip
 """Every fault kind, in the order their rates are stacked on the unit interval."""
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
@@ -92,6 +99,10 @@ class FaultSettings:
     """``Retry-After`` seconds sent with ``429`` faults."""
     hang_s: float = 3600.0
     """How long a hung request keeps its connection before it is closed without an answer."""
+    dribble_s: float = 1.0
+    """Seconds between the bytes of a ``dribble`` answer."""
+    huge_bytes: int = 50_000_000
+    """Size of a ``huge`` answer."""
     max_faults_per_call: int | None = None
     """A body that already failed this many times always passes (``None``: no limit)."""
     latency_ms: float = 0.0
@@ -203,7 +214,8 @@ class FaultApp:
         self.answers = OpenAIStub(StubState(text=settings.text, record=False))
 
     def control(self, updates: dict[str, Any]) -> None:
-        names = {"rates", "seed", "retry_after_s", "hang_s", "max_faults_per_call", "latency_ms", "text"}
+        names = {"rates", "seed", "retry_after_s", "hang_s", "dribble_s", "huge_bytes", "max_faults_per_call"}
+        names |= {"latency_ms", "text"}
         unknown = sorted(set(updates) - names - {"reset_stats"})
         if unknown:
             raise ValueError(f"unknown control key(s) {unknown}")
@@ -391,10 +403,26 @@ class FaultConnection(asyncio.Protocol):
         elif kind == "malformed":
             payload = app.answer(path, raw)
             self._send(200, payload[: len(payload) // 2])
+        elif kind == "dribble":
+            self.stalled = True
+            payload = app.answer(path, raw)
+            if self.transport is not None:
+                self.transport.write(_head(200, len(payload)))
+                self._later(settings.dribble_s, self._dribble, payload, settings.dribble_s)
+        elif kind == "huge":
+            payload = app.answer(path, raw)
+            padding = max(0, settings.huge_bytes - len(payload) - 12)
+            self._send(200, payload[:-1] + b', "pad": "' + b"x" * padding + b'"}')
         else:  # missing: a well-formed JSON object without the field every client needs
             result = orjson.loads(app.answer(path, raw))
             result.pop("choices" if path in CHAT_PATHS else "output", None)
             self._send(200, orjson.dumps(result))
+
+    def _dribble(self, rest: bytes, every_s: float) -> None:
+        if self.transport is None or not rest:
+            return
+        self.transport.write(rest[:1])
+        self._later(every_s, self._dribble, rest[1:], every_s)
 
     def _reset(self) -> None:
         if self.transport is None:
@@ -426,6 +454,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[FaultSettings, str, int]:
         parser.add_argument(f"--p-{kind.replace('_', '-')}", type=float, default=0.0, dest=f"p_{kind}")
     parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds of 429 faults")
     parser.add_argument("--hang-s", type=float, default=3600.0)
+    parser.add_argument("--dribble-s", type=float, default=1.0)
+    parser.add_argument("--huge-bytes", type=int, default=50_000_000)
     parser.add_argument("--max-faults-per-call", type=int, default=None)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--text", default="\\boxed{B}")
@@ -436,6 +466,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[FaultSettings, str, int]:
         seed=args.seed,
         retry_after_s=args.retry_after,
         hang_s=args.hang_s,
+        dribble_s=args.dribble_s,
+        huge_bytes=args.huge_bytes,
         max_faults_per_call=args.max_faults_per_call,
         latency_ms=args.latency_ms,
         text=args.text,

@@ -8,6 +8,7 @@ flag are read from the config (``++rollout_timeout_s=…``, ``++max_attempts=…
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,6 +39,7 @@ from rewardgym.collect.runner import CollectSettings, format_summary, guard_run_
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
+from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, load_bounded_file
 
 _FLAGS = [
     *CONFIG_OPTION_NAMES,
@@ -57,7 +59,7 @@ def _prompt_config(path: Path | None) -> PromptConfig | None:
     if path is None:
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_bounded_file(path, max_nodes=CONFIG_MAX_NODES)
     except FileNotFoundError:
         raise DataError(f"prompt config not found: '{path}' (--prompt-config)") from None
     except yaml.YAMLError as exc:
@@ -246,6 +248,9 @@ def run(
 
 async def _collect_no_serve(settings: CollectSettings, head: str, headers: dict[str, str] | None) -> int:
     agents = await discover_agents(head, headers)
+    # The local config does not say which model the running servers serve: the head registry does.
+    fingerprint = {**settings.fingerprint_settings, "models": agents.models or {}}
+    settings = dataclasses.replace(settings, fingerprint_settings=fingerprint)
     summary = await run_collection(settings, agents, headers=headers)
     _say(format_summary(summary))
     return 130 if summary.stop_reason == "interrupted" else (1 if summary.stop_reason else 0)

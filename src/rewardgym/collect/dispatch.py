@@ -1,8 +1,10 @@
 """Concurrent dispatch of rollouts with bounded memory, in-place retries and crash-safe recording.
 
 Contract:
-- At most ``concurrency`` rollouts are in flight, served by that many worker coroutines that pull rows
-  lazily from an iterator: 10^6 pending rows never become 10^6 coroutines or 10^6 resident results.
+- At most ``concurrency`` rollouts are in flight, served by worker coroutines that pull rows lazily from
+  an iterator: 10^6 pending rows never become 10^6 coroutines or 10^6 resident results. Workers are
+  started one per row pulled, up to ``concurrency``: a huge ``--concurrency`` over a few rows left starts
+  only as many workers as there are rows (``min(concurrency, rows left)``), never idle ones.
 - A successful result is stamped with ``_ng_task_index``, ``_ng_rollout_index`` and ``agent_ref`` from its
   request row and handed to ``on_success`` at once (the caller appends + flushes it).
 - A failed attempt is retried in place (see :mod:`rewardgym.collect.failures`); when attempts run out, or
@@ -96,6 +98,8 @@ class Dispatcher:
         self._stopping = asyncio.Event()
         self.stats = DispatchStats()
         self.stop_reason: str | None = None
+        self.workers_started = 0
+        """Worker coroutines the last :meth:`run` started: ``min(concurrency, rows it was given)``."""
 
     def stop(self, reason: str) -> None:
         """Stop pulling new rows (idempotent; the first reason is kept)."""
@@ -108,7 +112,23 @@ class Dispatcher:
         return self._stopping.is_set()
 
     async def run(self, pending: Iterator[Pending]) -> DispatchStats:
-        workers = [asyncio.create_task(self._worker(pending)) for _ in range(self._concurrency)]
+        # Each worker starts with a row already pulled, so the worker count is min(concurrency, rows left):
+        # --concurrency 1000000 over 15 rows makes 15 coroutines, not 10^6 that would find nothing to do.
+        workers: list[asyncio.Task[None]] = []
+        try:
+            while len(workers) < self._concurrency and not self._stopping.is_set():
+                first = next(pending, None)
+                if first is None:
+                    break
+                workers.append(asyncio.create_task(self._worker(pending, first)))
+        except BaseException:
+            # A bad row while starting: the workers already running must not outlive the error.
+            self.stop("internal error")
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
+        self.workers_started = len(workers)
         watcher = asyncio.create_task(self._cancel_after_grace(workers))
         try:
             outcomes = await asyncio.gather(*workers, return_exceptions=True)
@@ -125,11 +145,9 @@ class Dispatcher:
         for worker in workers:
             worker.cancel()
 
-    async def _worker(self, pending: Iterator[Pending]) -> None:
-        while not self._stopping.is_set():
-            item = next(pending, None)
-            if item is None:
-                return
+    async def _worker(self, pending: Iterator[Pending], first: Pending) -> None:
+        item: Pending | None = first
+        while item is not None and not self._stopping.is_set():
             try:
                 await self._run_one(item)
             except asyncio.CancelledError:
@@ -139,6 +157,7 @@ class Dispatcher:
                 # A bug or an I/O error while recording (disk full…): stop everyone, then surface it.
                 self.stop("internal error")
                 raise
+            item = next(pending, None)
 
     async def _run_one(self, item: Pending) -> None:
         row = item.row

@@ -2,10 +2,13 @@
 
 It holds hashes of the materialized inputs and of the ``--input`` file, the resolved settings that shape the
 rollouts (config minus secrets, hosts and ports; repeat settings; sampling overrides) and the agent
-instances. Resuming with any of them changed is refused with the list of what changed, unless ``--force``.
-No secret is ever written: the caller passes the redacted config, and :func:`build_fingerprint` redacts the
-settings once more (a value under a secret-looking key, any registered secret in any encoding, credentials
-in a URL) so that nothing a caller forgot reaches the file.
+instances. In ``--no-serve`` runs it also holds ``settings.models``: each model server's implementation and
+the model name the head registry reports, so resuming onto servers of another model — two policies mixed
+in one file — is refused. Resuming with any of them changed is refused with the list of what changed (old
+→ new for short values), unless ``--force``. No secret is ever written: the caller passes the redacted
+config, the registry reports model names only, and :func:`build_fingerprint` redacts the settings once more
+(a value under a secret-looking key, any registered secret in any encoding, credentials in a URL) so that
+nothing a caller forgot reaches the file.
 """
 
 from __future__ import annotations
@@ -80,8 +83,29 @@ def differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = ""
         a, b = old.get(key), new.get(key)
         if key == "input_sha256" and (a is None or b is None):
             continue
+        if key == "models" and prefix == "settings." and a is None:
+            continue  # a run fingerprinted before model identities were recorded
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             changed.extend(differences(a, b, prefix=f"{path}."))
         elif a != b:
             changed.append(path)
     return changed
+
+
+def _at(fingerprint: Mapping[str, Any], path: str) -> Any:
+    value: Any = fingerprint
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def describe_changes(old: Mapping[str, Any], new: Mapping[str, Any], changed: list[str]) -> str:
+    """``changed`` for a message: each path, with ``old → new`` when both values are short scalars."""
+    parts = []
+    for path in changed:
+        a, b = _at(old, path), _at(new, path)
+        if all(v is None or isinstance(v, (str, int, float, bool)) for v in (a, b)) and len(f"{a}{b}") < 120:
+            parts.append(f"{path}: {a!r} → {b!r}")
+        else:
+            parts.append(path)
+    return ", ".join(parts)

@@ -39,7 +39,13 @@ from rewardgym.collect.aggregate import (
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats
 from rewardgym.collect.failures import AttemptFailure, RetryPolicy
-from rewardgym.collect.fingerprint import build_fingerprint, differences, read_fingerprint, write_fingerprint
+from rewardgym.collect.fingerprint import (
+    build_fingerprint,
+    describe_changes,
+    differences,
+    read_fingerprint,
+    write_fingerprint,
+)
 from rewardgym.collect.materialize import MaterializeOptions, iter_materialized
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.progress import CollectionProgress
@@ -180,11 +186,12 @@ def _prepare(
         if changed and not settings.force:
             raise UsageError(
                 "cannot resume: the run changed since it started ("
-                + ", ".join(changed)
+                + describe_changes(old, new, changed)
                 + "); start a fresh run, or pass --force to resume anyway"
             )
         if changed:
-            out.write(f"Warning: resuming although these changed: {', '.join(changed)} (--force)\n")
+            described = describe_changes(old, new, changed)
+            out.write(f"Warning: resuming although these changed: {described} (--force)\n")
             write_fingerprint(outputs.fingerprint, new)
         prior = load_prior_run(outputs)
         recovered = prior.done & prior.attempts.keys()
@@ -266,7 +273,9 @@ async def _collect(
     if settings.resume:
         out.write(f"Resuming: {resumed_done} of {total} rollouts already done\n")
     out.write(f"Materialized inputs: {outputs.materialized} ({total} rollouts)\n")
-    out.write(f"Querying with {settings.concurrency} concurrent requests\n")
+    # Never more workers than rollouts not yet done (the dispatcher starts one per row it pulls).
+    workers = max(1, min(settings.concurrency, total - resumed_done))
+    out.write(f"Querying with {workers} concurrent requests\n")
     out.flush()
 
     rollouts = JsonlAppender(outputs.rollouts)

@@ -31,6 +31,7 @@ from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
 from rewardgym.servers.supervisor import ChildFailure, Supervisor, SupervisorOptions
 
 AGENT_KIND = "responses_api_agents"
+MODEL_KIND = "responses_api_models"
 
 
 async def discover_agents(head_url: str, headers: Mapping[str, str] | None = None) -> AgentDirectory:
@@ -58,7 +59,14 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
     if not isinstance(records, list):
         raise ServerError(f"{head_url}/server_instances did not answer a list of instances")
     agents = {r["name"]: r["url"] for r in records if isinstance(r, dict) and r.get("kind") == AGENT_KIND}
-    return AgentDirectory(agents, head_url=head_url)
+    # Which policy the running servers serve: recorded in the run fingerprint, so --resume onto servers of
+    # another model is refused (the registry reports model names, never URLs or keys).
+    models = {
+        str(r["name"]): {"implementation": r.get("implementation"), "model": r.get("model")}
+        for r in records
+        if isinstance(r, dict) and r.get("kind") == MODEL_KIND and "name" in r
+    }
+    return AgentDirectory(agents, head_url=head_url, models=models)
 
 
 class ServedStack:

@@ -47,11 +47,18 @@ class AgentDirectory(dict[str, str]):
     """Agent name → base URL, plus where they were found (``head_url``) or who watches them (``guard``)."""
 
     def __init__(
-        self, urls: Mapping[str, str], *, head_url: str | None = None, guard: StackGuard | None = None
+        self,
+        urls: Mapping[str, str],
+        *,
+        head_url: str | None = None,
+        guard: StackGuard | None = None,
+        models: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         super().__init__(urls)
         self.head_url = head_url
         self.guard = guard
+        self.models = dict(models) if models is not None else None
+        """Model server name → ``{implementation, model}`` as the head registry reports them (no-serve)."""
 
 
 def describe_records(records: list[dict[str, Any]]) -> str | None:

@@ -2,8 +2,10 @@
 
 Contract:
 
-* :func:`load_yaml_file` reads one YAML file into a ``DictConfig``. Malformed YAML is a
-  :class:`~rewardgym.errors.ConfigError` formatted ``path:line:col: problem``; a file whose top level is not
+* :func:`load_yaml_file` reads one YAML file into a ``DictConfig`` (OmegaConf's YAML dialect, through the
+  bounded loader of :mod:`rewardgym.io.yaml_bounds`). Malformed YAML is a
+  :class:`~rewardgym.errors.ConfigError` formatted ``path:line:col: problem``; a file over a size, alias-
+  expansion or depth limit is ``path:line:col: YAML over a limit: …``; a file whose top level is not
   a mapping, an unreadable file or a bad ``${…}`` syntax is a ConfigError naming the file. Secret values
   found in the file are registered for redaction.
 * :func:`find_config_file` resolves a path: absolute as is; relative first against the folder of the file
@@ -24,13 +26,18 @@ from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf._utils import get_yaml_loader
 from omegaconf.errors import OmegaConfBaseException
 
 from rewardgym.config.oc_errors import omegaconf_message
 from rewardgym.config.secrets import register_secrets_in
 from rewardgym.errors import ConfigError
+from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, YamlLimitError, load_bounded_file
 
 CONFIG_PATHS_KEY = "config_paths"
+# OmegaConf's own dialect (duplicate keys refused, 1e3 floats, no timestamps), so a file reads exactly as
+# ``OmegaConf.load`` would read it — but bounded. Built once: each call makes a new class.
+_OMEGACONF_LOADER: type[yaml.SafeLoader] = get_yaml_loader()
 ENV_YAML_NAME = "env.yaml"
 
 
@@ -69,7 +76,14 @@ def _yaml_error_message(path: Path, exc: yaml.YAMLError) -> str:
 def load_yaml_file(path: Path, what: str = "config file") -> DictConfig:
     """Read one YAML mapping into a ``DictConfig`` (see the module docstring for errors)."""
     try:
-        loaded = OmegaConf.load(path)
+        data = load_bounded_file(path, _OMEGACONF_LOADER, max_nodes=CONFIG_MAX_NODES)
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError(f"{path}: a {what} must be a YAML mapping (key: value) at the top level")
+        loaded = OmegaConf.create(data or {})
+    except YamlLimitError as exc:
+        mark = exc.problem_mark
+        location = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{location}: YAML over a limit: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(_yaml_error_message(path, exc)) from None
     except OSError as exc:

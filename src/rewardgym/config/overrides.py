@@ -30,6 +30,7 @@ from omegaconf.errors import OmegaConfBaseException
 from rewardgym.config.oc_errors import omegaconf_message
 from rewardgym.config.secrets import is_secret_key, redact_text, register_secret
 from rewardgym.errors import ConfigError
+from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, load_bounded
 
 _KEY_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
 _BOOL_RE = re.compile(r"^(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$")
@@ -74,7 +75,8 @@ def parse_value(text: str) -> Any:
         return ""
     if "#" in text and text[0] not in "'\"[{":
         return text  # YAML would read '#…' as a comment and drop it
-    return yaml.load(text, Loader=_ValueLoader)
+    # Bounded: an alias bomb in a value is refused, not expanded.
+    return load_bounded(text, _ValueLoader, max_nodes=CONFIG_MAX_NODES)
 
 
 def parse_override(token: str) -> Override:

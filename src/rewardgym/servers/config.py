@@ -53,8 +53,13 @@ class HttpClientConfig(BaseModel):
     read_timeout_s: float = Field(600.0, gt=0)
     """Seconds to wait for the next chunk of a response (a model call can take minutes)."""
 
-    total_timeout_s: float | None = Field(None, gt=0)
-    """Optional bound on one whole attempt (connect + send + read); ``None`` means no total bound."""
+    total_timeout_s: float | None = Field(600.0, gt=0)
+    """Bound on one whole attempt (connect + send + read), so an upstream that trickles bytes (each resets
+    ``read_timeout_s``) cannot hold a call for ever; ``null`` removes the bound."""
+
+    max_reply_bytes: int = Field(32 * 1024 * 1024, ge=1024)
+    """Largest reply body accepted (after decompression); a larger one fails the call at once, unretried,
+    as ``upstream_reply_too_large`` (HTTP 502 from a server) — the body is never buffered past this."""
 
     max_attempts: int = Field(4, ge=1, le=20)
     """Attempts per call, including the first; retries apply only to retryable failures."""
@@ -105,6 +110,11 @@ class ServerConfig(BaseModel):
 
     max_request_bytes: int = Field(64 * 1024 * 1024, ge=1024)
     """Largest accepted request body; larger bodies get HTTP 413."""
+
+    request_read_timeout_s: float = Field(30.0, gt=0)
+    """Seconds a client has to deliver a whole request (head and body), counted from the connection's
+    opening or from the first byte of a further request on a kept-alive one; a slower client is
+    disconnected, so half-open connections (slowloris) cannot pile up."""
 
     log_dir: Path | None = None
     """Directory of the JSON log file ``<log_dir>/<name>.log``; ``None`` logs to stderr."""

@@ -4,7 +4,8 @@ Contract:
 - :class:`ApiError` is what a handler raises to answer with a given 4xx/5xx status and message.
 - :class:`UpstreamError` and subclasses are raised by :mod:`rewardgym.servers.http` when a call to another
   server or to an LLM upstream fails after its retries. A server app answers them with 502
-  (:class:`UpstreamHTTPError`, :class:`UpstreamConnectionError`, :class:`UpstreamProtocolError`) or
+  (:class:`UpstreamHTTPError`, :class:`UpstreamConnectionError`, :class:`UpstreamProtocolError` and its
+  :class:`UpstreamReplyTooLarge`) or
   504 (:class:`UpstreamTimeout`). They are :class:`~rewardgym.errors.ServerError` so a CLI caller prints
   them as one ``Error:`` line.
 - Messages name the URL without credentials or query string and never include a secret: a body quoted in
@@ -132,6 +133,13 @@ class UpstreamProtocolError(UpstreamError):
     """The upstream answered 2xx with a body that is not what the protocol requires."""
 
     kind = "upstream_bad_response"
+
+
+class UpstreamReplyTooLarge(UpstreamProtocolError):
+    """The upstream's reply was larger than ``http.max_reply_bytes``; no retry of the call (final)."""
+
+    kind = "upstream_reply_too_large"
+    final = True
 
 
 class JudgeError(Exception):

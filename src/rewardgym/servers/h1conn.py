@@ -39,6 +39,11 @@ class H1HeaderError(H1Error, ValueError):
     """A request header would break the header block (a CR/LF in its value): refused before sending."""
 
 
+class H1ReplyTooLarge(H1Error):
+    """The reply's headers and body grew past the connection's ``max_reply_bytes``: the connection is
+    closed at once, the rest is never read."""
+
+
 class Headers(dict[str, str]):
     """Reply headers with lower-cased names; lookups ignore case (repeated headers are joined by ", ")."""
 
@@ -96,7 +101,9 @@ class Target:
 class Connection(asyncio.Protocol):
     """One TCP connection; at most one request in flight."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_reply_bytes: int | None = None) -> None:
+        self.max_reply_bytes = max_reply_bytes
+        self.reply_bytes = 0
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.waiter: asyncio.Future[H1Reply] | None = None
@@ -136,6 +143,8 @@ class Connection(asyncio.Protocol):
 
     # httptools callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.max_reply_bytes is not None and self._over_limit(len(name) + len(value)):
+            return
         if self.reply is None:
             self.reply = H1Reply(0, Headers())
         key = name.decode("latin-1").lower()
@@ -152,6 +161,8 @@ class Connection(asyncio.Protocol):
         self.reply.status = self.parser.get_status_code()
 
     def on_body(self, body: bytes) -> None:
+        if self.max_reply_bytes is not None and self._over_limit(len(body)):
+            return
         self.body.append(body)
 
     def on_message_complete(self) -> None:
@@ -163,6 +174,18 @@ class Connection(asyncio.Protocol):
         self._finish()
 
     # helpers
+    def _over_limit(self, more: int) -> bool:
+        """Count ``more`` reply bytes; past the limit, fail the request and close (nothing more is kept)."""
+        self.reply_bytes += more
+        limit = self.max_reply_bytes
+        if limit is None or self.reply_bytes <= limit:
+            return False
+        if not self.closed:
+            self.body.clear()
+            self._fail(H1ReplyTooLarge(f"reply larger than {limit:,} bytes (http.max_reply_bytes)"))
+            self.close()
+        return True
+
     def _read_to_eof(self) -> bool:
         reply = self.reply
         if reply is None or reply.status == 0:
@@ -195,6 +218,7 @@ class Connection(asyncio.Protocol):
         self.waiter = waiter
         self.reply = None
         self.body.clear()
+        self.reply_bytes = 0
         self.received = False
         self.last_data = time.monotonic()
         self.used += 1

@@ -18,8 +18,10 @@ Contract:
   once on a fresh connection (the peer saw nothing it answered; this is the keep-alive race every client
   handles). No other failure is retried here: retry policy belongs to the caller.
 - Failures raise :class:`H1ConnectError` (cannot connect), :class:`H1Disconnected` (connection lost
-  mid-request), :class:`H1ProtocolError` (malformed HTTP) or :class:`TimeoutError` (``connect_timeout_s``
-  to connect; ``read_timeout_s`` without a byte from the peer; ``total_timeout_s`` for the whole request).
+  mid-request), :class:`H1ProtocolError` (malformed HTTP), :class:`H1ReplyTooLarge` (headers + body past
+  ``max_reply_bytes``: the connection is closed as soon as the limit is passed) or :class:`TimeoutError`
+  (``connect_timeout_s`` to connect; ``read_timeout_s`` without a byte from the peer; ``total_timeout_s``
+  for the whole request).
   A cancelled or failed request closes its connection: a connection is only reused after a complete reply.
 - Header values are sent as UTF-8, like aiohttp sends them, so both transports put the same bytes on the
   wire. Values are validated once where they are configured (:mod:`rewardgym.protocol.headers`); as a last
@@ -43,6 +45,7 @@ from rewardgym.servers.h1conn import (
     H1HeaderError,
     H1ProtocolError,
     H1Reply,
+    H1ReplyTooLarge,
     Headers,
     Target,
 )
@@ -55,6 +58,7 @@ __all__ = [
     "H1Pool",
     "H1ProtocolError",
     "H1Reply",
+    "H1ReplyTooLarge",
     "Headers",
     "Target",
 ]
@@ -88,8 +92,10 @@ class H1Pool:
         connect_timeout_s: float = 5.0,
         read_timeout_s: float | None = 600.0,
         total_timeout_s: float | None = None,
+        max_reply_bytes: int | None = None,
     ) -> None:
         self.limit = limit
+        self.max_reply_bytes = max_reply_bytes
         self.idle_s = idle_s
         self.connect_timeout_s = connect_timeout_s
         self.read_timeout_s = read_timeout_s
@@ -241,7 +247,9 @@ class H1Pool:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout_s):
-                _, conn = await loop.create_connection(Connection, target.host, target.port)
+                _, conn = await loop.create_connection(
+                    lambda: Connection(self.max_reply_bytes), target.host, target.port
+                )
         except TimeoutError:
             raise TimeoutError(
                 f"could not connect to {target.host}:{target.port} within {self.connect_timeout_s:g} s"

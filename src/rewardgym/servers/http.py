@@ -5,8 +5,13 @@ Contract:
   one aiohttp ``ClientSession`` with a keep-alive connection pool and **no cookie jar**
   (``DummyCookieJar``). Cookies are passed per call and the cookies a reply sets are returned in
   :attr:`HttpReply.cookies`, so concurrent sessions never leak into each other.
-- Every attempt is bounded by ``connect_timeout_s`` / ``read_timeout_s`` (and optionally
-  ``total_timeout_s``). A call makes at most ``max_attempts`` attempts.
+- Every attempt is bounded by ``connect_timeout_s`` / ``read_timeout_s`` and ``total_timeout_s`` (600 s by
+  default: an upstream trickling a byte at a time cannot hold a call for ever). A call makes at most
+  ``max_attempts`` attempts.
+- A reply body larger than ``max_reply_bytes`` (32 MiB by default; counted after any content decoding, so a
+  gzip bomb is cut off too) fails the call with
+  :class:`~rewardgym.servers.errors.UpstreamReplyTooLarge` at once, without a retry; neither transport
+  buffers more than the limit.
 - Retried: connection errors (refused, reset, server disconnected), timeouts (unless
   ``retry_on_timeout=False``) and the statuses of ``retry_statuses`` (default 429, 502, 503, 504). The
   sleep before attempt *n+1* is full-jitter exponential backoff ``uniform(0, min(max, base * 2**n))``, or
@@ -51,6 +56,7 @@ from rewardgym.servers.h1pool import (
     H1HeaderError,
     H1Pool,
     H1ProtocolError,
+    H1ReplyTooLarge,
     Target,
 )
 
@@ -62,6 +68,7 @@ from rewardgym.servers.errors import (
     UpstreamConnectionError,
     UpstreamHTTPError,
     UpstreamProtocolError,
+    UpstreamReplyTooLarge,
     UpstreamTimeout,
     snippet,
 )
@@ -110,17 +117,30 @@ class HttpReply:
             ) from None
 
 
-def _decompress(url: str, body: bytes, encoding: str) -> bytes:
+def _too_large(url: str, limit: int) -> UpstreamReplyTooLarge:
+    return UpstreamReplyTooLarge(url, f"reply larger than {limit:,} bytes (http.max_reply_bytes)")
+
+
+def _inflate(url: str, body: bytes, wbits: int, limit: int) -> bytes:
+    """``body`` inflated, never past ``limit`` bytes of output (a small gzip bomb stays small)."""
+    inflater = zlib.decompressobj(wbits)
+    out = inflater.decompress(body, limit + 1)
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise _too_large(url, limit)
+    return out + inflater.flush()
+
+
+def _decompress(url: str, body: bytes, encoding: str, limit: int) -> bytes:
     """``body`` decoded from a ``gzip`` / ``deflate`` content encoding (what aiohttp would undo)."""
     kind = encoding.strip().lower()
     try:
         if kind in ("gzip", "x-gzip"):
-            return zlib.decompress(body, wbits=16 + zlib.MAX_WBITS)
+            return _inflate(url, body, 16 + zlib.MAX_WBITS, limit)
         if kind == "deflate":
             try:
-                return zlib.decompress(body)
+                return _inflate(url, body, zlib.MAX_WBITS, limit)
             except zlib.error:  # raw deflate, as some servers send it
-                return zlib.decompress(body, wbits=-zlib.MAX_WBITS)
+                return _inflate(url, body, -zlib.MAX_WBITS, limit)
     except zlib.error as exc:
         raise UpstreamProtocolError(url, f"reply body is not valid {kind}: {exc}") from None
     raise UpstreamProtocolError(url, f"reply uses an unsupported content encoding {encoding!r}")
@@ -184,6 +204,7 @@ class HttpClient:
                 connect_timeout_s=config.connect_timeout_s,
                 read_timeout_s=config.read_timeout_s,
                 total_timeout_s=config.total_timeout_s,
+                max_reply_bytes=config.max_reply_bytes,
             )
         return self._h1
 
@@ -306,12 +327,14 @@ class HttpClient:
             raise UpstreamConnectionError(url, str(exc), dns_failure=exc.dns_failure) from None
         except H1Disconnected as exc:
             raise UpstreamConnectionError(url, f"ServerDisconnectedError: {exc}") from None
+        except H1ReplyTooLarge:
+            raise _too_large(url, self.config.max_reply_bytes) from None
         except H1ProtocolError as exc:
             raise UpstreamProtocolError(url, str(exc)) from None
         body = raw.body
         encoding = raw.headers.get("content-encoding")
         if encoding and encoding != "identity":  # we never ask for it, but some proxies compress anyway
-            body = _decompress(url, body, encoding)
+            body = _decompress(url, body, encoding, self.config.max_reply_bytes)
         return HttpReply(url, raw.status, body, parse_set_cookies(raw.set_cookies), raw.headers)
 
     async def _send_aiohttp(
@@ -326,7 +349,7 @@ class HttpClient:
             timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(timeout_s, 5.0))
         try:
             async with session.request(method, url, data=body, headers=headers, timeout=timeout) as resp:
-                payload = await resp.read()
+                payload = await self._read_capped(url, resp)
                 return HttpReply(
                     url=url,
                     status=resp.status,
@@ -355,3 +378,22 @@ class HttpClient:
             raise UpstreamConnectionError(url, f"{type(exc).__name__}: {exc}") from None
         except aiohttp.ClientResponseError as exc:  # malformed HTTP from the peer
             raise UpstreamProtocolError(url, f"{type(exc).__name__}: {exc.message}") from None
+
+    async def _read_capped(self, url: str, resp: aiohttp.ClientResponse) -> bytes:
+        """The whole (decoded) body, refused as soon as it passes ``max_reply_bytes``."""
+        limit = self.config.max_reply_bytes
+        if (
+            resp.content_length is not None
+            and resp.content_length > limit
+            and not resp.headers.get("Content-Encoding")
+        ):
+            raise _too_large(url, limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_chunked(1 << 16):
+            size += len(chunk)
+            if size > limit:
+                resp.close()  # drop the connection: the rest of the body is never read
+                raise _too_large(url, limit)
+            chunks.append(chunk)
+        return b"".join(chunks)

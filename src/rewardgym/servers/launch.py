@@ -4,7 +4,9 @@ Contract:
 - :func:`uvicorn_config` is the one place uvicorn is configured: uvloop and httptools when importable,
   access log off, no proxy-header rewriting (servers talk to each other directly), no websockets, lifespan on,
   keep-alive 30 s (longer than the client pool's 15 s, so the client closes
-  idle connections first), graceful shutdown bounded by the server's ``graceful_shutdown_s``.
+  idle connections first), graceful shutdown bounded by the server's ``graceful_shutdown_s``, and the
+  request read deadline of :mod:`rewardgym.servers.deadline` (``request_read_timeout_s``: a client that does
+  not deliver a whole request in time is disconnected, so half-open connections cannot pile up).
 - :func:`check_port_free` raises :class:`~rewardgym.errors.ServerError` naming host:port when it cannot be
   bound (used before launching, so "port in use" is a clear error rather than a dead child).
 - :class:`ThreadedServer` runs a server (anything with ``config`` and ``build_app()``, e.g. a
@@ -45,8 +47,12 @@ def _loop_kind() -> str:
     return "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
 
 
-def _http_kind() -> str:
-    return "httptools" if importlib.util.find_spec("httptools") else "h11"
+def _http_kind(request_read_timeout_s: float) -> str | type[asyncio.Protocol]:
+    if not importlib.util.find_spec("httptools"):
+        return "h11"  # not reached in practice: httptools is a dependency (the lean client uses it too)
+    from rewardgym.servers.deadline import protocol_class
+
+    return protocol_class(request_read_timeout_s)
 
 
 def uvicorn_config(server: Servable, *, host: str | None = None, port: int | None = None) -> uvicorn.Config:
@@ -58,7 +64,7 @@ def uvicorn_config(server: Servable, *, host: str | None = None, port: int | Non
         host=host if host is not None else server.config.host,
         port=port if port is not None else server.config.port,
         loop=_loop_kind(),
-        http=_http_kind(),
+        http=_http_kind(server.config.request_read_timeout_s),
         lifespan="on",
         ws="none",
         log_config=None,

@@ -5,7 +5,9 @@
   secrets (API keys, session secret, auth token). The class is found with
   :func:`rewardgym.registry.lookup` (``kind``, ``implementation``): a built-in name or ``module.path:Class``.
 - :class:`InstanceRecord` is the public, secret-free description of a running instance served by
-  ``GET /server_instances``.
+  ``GET /server_instances``. For a model server it carries the model name it serves
+  (:func:`model_identity`: a name, never a URL or a key), so a ``--no-serve`` collection can record which
+  policy produced its rollouts.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from rewardgym.config.secrets import redact_text
 from rewardgym.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -68,6 +71,28 @@ class InstanceRecord(BaseModel):
     status: InstanceStatus = "starting"
     started_at: float | None = None
     exit_code: int | None = None
+    model: str | None = None
+    """The model a model server serves (its model name as sent upstream); ``None`` for other kinds."""
+
+
+MODEL_KIND = "responses_api_models"
+_MODEL_NAME_FIELDS = ("model", "openai_model")
+"""Where the built-in model servers keep their model name (vllm / embedded; openai)."""
+
+
+def model_identity(spec: ChildSpec) -> str | None:
+    """The model name a model server instance serves, for the head registry; ``None`` for other kinds.
+
+    Only a name field is read — never a URL (it may carry credentials) or a key; a value that is a
+    registered secret is withheld.
+    """
+    if spec.kind != MODEL_KIND:
+        return None
+    for field in _MODEL_NAME_FIELDS:
+        value = spec.config.get(field)
+        if isinstance(value, str) and value:
+            return value if redact_text(value) == value else None
+    return None
 
 
 def class_path(cls: type) -> str:

@@ -51,7 +51,7 @@ from rewardgym.servers.errors import UpstreamConnectionError, UpstreamError, saf
 from rewardgym.servers.forking import ForkedProcess, ForkServer, ForkServerError
 from rewardgym.servers.logs import log_path
 from rewardgym.servers.probe import http_status, listening
-from rewardgym.servers.spec import ChildSpec, InstanceRecord
+from rewardgym.servers.spec import ChildSpec, InstanceRecord, model_identity
 
 if TYPE_CHECKING:
     import uvicorn
@@ -172,7 +172,11 @@ class Supervisor:
             _Child(
                 spec=spec,
                 record=InstanceRecord(
-                    name=spec.name, kind=spec.kind, implementation=spec.implementation, url=spec.url
+                    name=spec.name,
+                    kind=spec.kind,
+                    implementation=spec.implementation,
+                    url=spec.url,
+                    model=model_identity(spec),
                 ),
                 log=log_path(options.log_dir, spec.name),
             )

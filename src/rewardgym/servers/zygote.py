@@ -49,6 +49,7 @@ PRELOAD = (
     "uvicorn.server",
     "uvicorn.lifespan.on",
     "uvicorn.protocols.http.httptools_impl",
+    "rewardgym.servers.deadline",
     "uvicorn.loops.uvloop",
     "uvloop",
     "httptools",

@@ -1,9 +1,10 @@
 """Parse a text answer by schema type and coerce the string leaves that XML and CSV produce.
 
 Contract:
-- :func:`parse_text` uses ``json.loads``, ``yaml.safe_load`` (YAML 1.1: unquoted dates become ``date``
-  objects, ``yes``/``no`` booleans), ``xmltodict.parse`` (root tag is the top key, attributes ``@attr``,
-  leaves are strings), ``tomllib.loads`` or ``csv.DictReader``; any exception propagates.
+- :func:`parse_text` uses ``json.loads``, ``yaml.safe_load`` (bounded: :mod:`rewardgym.io.yaml_bounds`;
+  YAML 1.1: unquoted dates become ``date`` objects, ``yes``/``no`` booleans), ``xmltodict.parse`` (root tag
+  is the top key, attributes ``@attr``, leaves are strings), ``tomllib.loads`` or ``csv.DictReader``; any
+  exception propagates.
 - :func:`coerce_xml` walks data and schema together where the schema has a (single) ``type``: objects
   recurse into known properties; arrays unwrap a single-key dict (the ``{"item": [...]}`` artefact), wrap
   a non-list (``None`` gives ``[]``) and coerce each element; ``None`` under ``string`` becomes ``""``;
@@ -23,7 +24,8 @@ import tomllib
 from typing import Any, Literal
 
 import xmltodict  # type: ignore[import-untyped]
-import yaml
+
+from rewardgym.io.yaml_bounds import load_bounded
 
 SchemaType = Literal["json", "yaml", "xml", "toml", "csv"]
 
@@ -31,7 +33,7 @@ SchemaType = Literal["json", "yaml", "xml", "toml", "csv"]
 def parse_text(text: str, schema_type: SchemaType) -> Any:
     """The document in ``text`` parsed as ``schema_type`` (raises on a syntax error)."""
     if schema_type == "yaml":
-        return yaml.safe_load(text)
+        return load_bounded(text)  # yaml.safe_load, but an alias bomb is refused, not expanded
     if schema_type == "xml":
         return xmltodict.parse(text)
     if schema_type == "toml":
