@@ -1,4 +1,4 @@
-"""Issue 11 §5: ``--resume`` in ``--no-serve`` mode onto servers of another model is refused.
+"""``--resume`` in ``--no-serve`` mode onto servers of another model is refused.
 
 Before, the fingerprint held only the local config, which in ``--no-serve`` mode does not say which model
 the running servers serve: a resume onto another model silently mixed two policies in one rollouts file.

@@ -1,4 +1,4 @@
-"""Issue 11 §5: a huge ``--concurrency`` over a few rows starts one worker per row left, not 10^6.
+"""A huge ``--concurrency`` over a few rows starts one worker per row left, not 10^6.
 
 Before the fix, ``--concurrency 1000000`` on 15 rows made 10^6 coroutines (35 s, 1 GB). Now the dispatcher
 starts a worker per row it pulls, up to ``concurrency``: ``min(concurrency, rows left)``.

@@ -1,4 +1,4 @@
-"""Issue 11 §5: every YAML document goes through the bounded loader (:mod:`rewardgym.io.yaml_bounds`).
+"""Every YAML document goes through the bounded loader (:mod:`rewardgym.io.yaml_bounds`).
 
 The CLI cases (config files, included files, env.yaml, overrides, --prompt-config) are in
 ``cases/yaml_bounds.yaml``; here: the loader itself — same result as PyYAML / OmegaConf on ordinary

@@ -1,4 +1,4 @@
-"""Issue 11 §5: slow clients, slow upstreams and huge upstream replies are bounded.
+"""Slow clients, slow upstreams and huge upstream replies are bounded.
 
 - Our servers disconnect a client that does not deliver a whole request within ``request_read_timeout_s``
   (slowloris: connections that send nothing, half a head, or a head and part of a body), and stay healthy.

@@ -1,4 +1,4 @@
-"""Issue 11 §4: a key with quotes, a backslash and non-ASCII characters, echoed back by the upstream in
+"""A key with quotes, a backslash and non-ASCII characters, echoed back by the upstream in
 every encoding a JSON body carries (orjson-escaped, ``json.dumps`` ASCII-escaped inside it, URL-encoded),
 appears nowhere: not on screen, not in the failures file, not in any server log or other file written.
 

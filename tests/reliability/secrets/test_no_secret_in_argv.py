@@ -1,4 +1,4 @@
-"""Issue 11 §1: no secret on any command line we create.
+"""No secret on any command line we create.
 
 ``gym env start`` runs a ``vllm_model`` policy whose API key comes from ``$REWARDGYM_MODEL_API_KEY`` (the
 non-argv way), an embedded-model instance (so a llama.cpp child runs too), ``mcqa`` and its agent, with
