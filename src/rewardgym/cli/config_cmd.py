@@ -16,7 +16,7 @@ import typer
 
 from rewardgym.cli.main import config_app
 from rewardgym.cli.overrides import split_overrides
-from rewardgym.config import load_config_from_flags, redact_text
+from rewardgym.config import GymConfig, redact_text
 
 ConfigOpt = Annotated[
     list[Path] | None,
@@ -78,19 +78,25 @@ def show(
     Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
     """
     overrides = split_overrides(ctx.args, [*CONFIG_OPTION_NAMES, "--json", "--allow-missing"])
-    cfg = load_config_from_flags(
-        config_paths=config or [],
-        resources_servers=resources_server or [],
-        model_types=model_type or [],
-        search_dirs=search_dir or [],
-        model=model,
-        model_url=model_url,
-        model_api_key=model_api_key,
-        overrides=overrides,
-        require_complete=not allow_missing,
-    )
+    from rewardgym.cli.stack_config import load_stack_config
+
+    cfg = load_stack_config(
+        overrides=overrides, config=config or [], resources=resources_server or [],
+        model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
+        model_url=model_url, model_api_key=model_api_key, require_complete=not allow_missing,
+    )  # fmt: skip
+    if cfg.instances and not cfg.missing:
+        _validate_servers(cfg)
     if as_json:
         text = orjson.dumps(cfg.redacted(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
     else:
         text = cfg.to_yaml(redacted=True).rstrip("\n")
     typer.echo(redact_text(text))
+
+
+def _validate_servers(cfg: GymConfig) -> None:
+    """The checks `gym env start` makes before it launches anything (every field of every server), so that
+    `gym config show` is a true pre-flight check."""
+    from rewardgym.servers.plan import child_specs, validate_specs
+
+    validate_specs(child_specs(cfg, log_dir=Path.home() / ".cache/rewardgym/logs"))

@@ -25,7 +25,9 @@ from rewardgym.errors import RewardGymError
 
 app = typer.Typer(
     name="gym",
-    help="rewardgym: measure how often an LLM policy succeeds on each task of a verifiable environment.",
+    help="rewardgym: measure how often an LLM policy succeeds on each task of a verifiable environment."
+    "\n\nEvery command that reads config (config show, env start/status/stop, eval run/reverify/aggregate) "
+    "also takes +key=value (add a key) and ++key=value (add or replace) overrides after its options.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -153,7 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     try:
         # Without standalone mode click returns the code of a `typer.Exit(n)` instead of raising it.
-        code = app(args=args, prog_name="gym", standalone_mode=False)
+        if "--help" in args or len(args) <= 2:  # a help screen may be shown: plain value labels
+            from rewardgym.cli.helptext import tidy_metavars
+
+            command = typer.main.get_command(app)
+            tidy_metavars(command)
+            code = command(args=args, prog_name="gym", standalone_mode=False)
+        else:
+            code = app(args=args, prog_name="gym", standalone_mode=False)
     except RewardGymError as exc:
         if debug:
             traceback.print_exc()
