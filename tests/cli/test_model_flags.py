@@ -93,18 +93,41 @@ def test_config_show_rejects_unknown_server_fields_like_env_start(tmp_path: Path
 
 
 def test_reverify_needs_no_model(tmp_path: Path) -> None:
-    """reverify of mcqa starts the resources server only: no model flag, no embedded model."""
-    data = REPO_ROOT / "src/rewardgym/environments/mcqa/data/example_rollouts.jsonl"
-    rows = data.read_bytes()
-    (tmp_path / "rollouts.jsonl").write_bytes(rows)
-    inputs = [line for line in rows.splitlines() if line.strip()]
-    (tmp_path / "inputs.jsonl").write_bytes(b"\n".join(inputs) + b"\n")
+    """reverify starts the resources server only: no model flag, no embedded model."""
+    data = REPO_ROOT / "src/rewardgym/environments/string_match/data/example_rollouts.jsonl"
+    (tmp_path / "rollouts.jsonl").write_bytes(data.read_bytes())  # rows with agent_ref and keys
     result = _gym(
-        "eval", "reverify", "--resources-server", "mcqa", "--inputs", "inputs.jsonl",
+        "eval", "reverify", "--resources-server", "string_match", "--inputs", "rollouts.jsonl",
         "--rollouts", "rollouts.jsonl", "-o", "out/rescored.jsonl", "--log-dir", "logs", cwd=tmp_path,
         timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Starting 1 servers" in result.stdout
-    assert (tmp_path / "out" / "rescored.jsonl").stat().st_size > 0
-    assert sorted(p.name for p in (tmp_path / "logs").glob("*.log")) == ["mcqa.log"]
+    assert "Starting 1 servers" in result.stdout and "Re-verified 5 rollouts (0 failed)" in result.stdout
+    assert (tmp_path / "out" / "rescored.jsonl").read_bytes().count(b"\n") == 5
+    logs = sorted(p.name for p in (tmp_path / "logs").glob("*.log") if not p.name.startswith("_"))
+    assert logs == ["head_server.log", "string_match.log"]  # no model server
+
+
+COMMANDS = [
+    ("config", "show"), ("env", "start"), ("env", "status"), ("env", "stop"), ("env", "list"),
+    ("eval", "run"), ("eval", "profile"), ("eval", "reverify"), ("eval", "aggregate"), ("model", "fetch"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[" ".join(c) for c in COMMANDS])
+def test_help_gives_every_option_a_text_and_a_plain_value_label(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    result = _gym(*command, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "<bool>" not in text and "list[" not in text and "<str>" not in text, text
+    rows = [line for line in text.splitlines() if line.startswith("│") and " --" in line[:40]]
+    assert rows, text
+    for row in rows:
+        cells = row.strip("│ ").split()
+        option = next(c for c in cells if c.startswith("--"))
+        after = row.split(option, 1)[1].split()
+        words = [w for w in after if w not in ("-m", "-i", "-o", "-a", "PATH", "TEXT", "INT", "FLOAT", "I/N")]
+        words = [w for w in words if not w.startswith("[x") and w not in ("│",)]
+        assert words, f"{' '.join(command)} {option} has no help text:\n{row}"
