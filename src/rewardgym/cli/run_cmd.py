@@ -109,7 +109,7 @@ def _explicit(resume: bool, *, cfg: GymConfig, **given: Any) -> set[str] | None:
 def _fingerprint_settings(
     cfg: GymConfig, options: MaterializeOptions, explicit: set[str] | None, shard: tuple[int, int] | None
 ) -> dict[str, Any]:
-    materialize = {
+    materialize: dict[str, Any] = {
         "num_repeats": options.num_repeats,
         "agent": options.agent_name,
         "limit": options.limit,
