@@ -354,6 +354,8 @@ async def _collect(
             f"\nStopped: {death}.\nCompleted rollouts are saved in {outputs.rollouts}; the rollouts this "
             f"stopped are not recorded as failures.\n{guard.resume_hint}\n"
         )
+    elif dispatcher.stop_reason == "interrupted":
+        pass  # the summary says it: "Interrupted: N of M rollouts stored …" (format_summary)
     elif dispatcher.stop_reason is not None:
         out.write(
             f"\nStopped ({dispatcher.stop_reason}). Completed rollouts are saved in {outputs.rollouts}.\n"
