@@ -211,8 +211,9 @@ def run(
         raise UsageError("--input is required (or --resume to continue an earlier run)")
     if input_path is not None and not resume and not input_path.is_file():
         # Checked before any server starts (a serving run would otherwise boot the model first).
-        what = "is a folder" if input_path.is_dir() else "not found"
-        raise DataError(f"Input file {what}: '{input_path}' (--input)")
+        if input_path.is_dir():
+            raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
+        raise DataError(f"Input file not found: '{input_path}' (--input)")
     shard_spec = _shard(shard)
     if no_serve:
         cfg = load_config(config or [], overrides, search_dirs=search_dir or [], require_complete=False)
