@@ -21,6 +21,7 @@ from importlib import import_module
 import typer
 
 import rewardgym
+from rewardgym.cli.helptext import tidy_metavars
 from rewardgym.errors import RewardGymError
 
 app = typer.Typer(
@@ -155,14 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     try:
         # Without standalone mode click returns the code of a `typer.Exit(n)` instead of raising it.
-        if "--help" in args or len(args) <= 2:  # a help screen may be shown: plain value labels
-            from rewardgym.cli.helptext import tidy_metavars
-
-            command = typer.main.get_command(app)
-            tidy_metavars(command)
-            code = command(args=args, prog_name="gym", standalone_mode=False)
-        else:
-            code = app(args=args, prog_name="gym", standalone_mode=False)
+        command = typer.main.get_command(app)
+        tidy_metavars(command)  # plain value labels on any help screen
+        code = command(args=args, prog_name="gym", standalone_mode=False)
     except RewardGymError as exc:
         if debug:
             traceback.print_exc()
