@@ -10,12 +10,16 @@ Two checks over README.md, docs/*.md and every environment's README:
 * **Every documented ``gym`` command exists with the options it shows.** Each line starting with ``gym`` in
   any ``bash`` block (runnable or not; placeholders such as ``…`` allowed) must name a real command, and each
   ``--option`` on it must be an option of that command.
+* **Every documented server stack resolves.** For each documented ``gym env start``, serving ``gym eval run``
+  and ``gym eval reverify`` line, ``gym config show`` with the same config options (selectors, model flags,
+  overrides; placeholders kept as values) must succeed — the pre-flight check of what that line would start.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -166,3 +170,54 @@ def test_every_documented_gym_command_and_option_exists() -> None:
             if flag not in options[path]:
                 problems.append(f"{block.id}: 'gym {' '.join(path)}' has no option {flag} ({line!r})")
     assert not problems, "\n".join(problems)
+
+
+_CONFIG_FLAGS = {"--resources-server", "--model-type", "--search-dir", "--model", "-m", "--model-url",
+                 "--model-api-key"}  # fmt: skip
+
+
+def _config_show_args(line: str) -> list[str] | None:
+    """``gym config show`` arguments with the config options of a server-starting ``line``; ``None`` when the
+    line starts no servers, or names a config file the docs only describe."""
+    tokens = [t for t in shlex.split(line.replace("…", " ").replace("...", " ")) if t not in ("[", "]")]
+    words = tokens[1:3]
+    serving = words in (["env", "start"], ["eval", "reverify"])
+    serving |= words == ["eval", "run"] and "--no-serve" not in tokens and "[--no-serve]" not in tokens
+    if not serving or "--config" in tokens or "--resources-server" not in tokens:
+        return None
+    args: list[str] = []
+    index = 3
+    while index < len(tokens):
+        token = tokens[index]
+        if token in _CONFIG_FLAGS and index + 1 < len(tokens):
+            value = tokens[index + 1]
+            if token == "--model-url" and "://" not in value:  # a placeholder the page explains (`U`)
+                value = "http://127.0.0.1:8000/v1"
+            args += [token, value]
+            index += 2
+            continue
+        if token.startswith("+"):
+            args.append(token)
+        index += 1
+    return args
+
+
+STACK_LINES = [
+    (block, line, args) for block, line in GYM_LINES if (args := _config_show_args(line)) is not None
+]
+
+
+def test_documented_stacks_are_found() -> None:
+    assert len(STACK_LINES) >= 8, [line for _, line, _ in STACK_LINES]
+
+
+@pytest.mark.parametrize(
+    "args", [args for _, _, args in STACK_LINES], ids=[f"{b.id}:{' '.join(a)}" for b, _, a in STACK_LINES]
+)
+def test_documented_stack_resolves(args: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "rewardgym", "config", "show", *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
