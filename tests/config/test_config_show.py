@@ -177,7 +177,7 @@ def test_missing_api_key_error_stays_readable(
     assert err == (
         "Error: policy_model.responses_api_models.openai_model.openai_api_key: cannot resolve interpolation "
         "(${policy_api_key}): key 'policy_api_key' is not set; set it, e.g. ++policy_api_key=<value> "
-        "(or in env.yaml)\n"
+        "(or --model-api-key, or in env.yaml)\n"
     )
 
 

@@ -263,7 +263,8 @@ def test_other_upstream_400_is_reported_not_swallowed(serve: Any) -> None:
     with fixed_upstream(400, body) as (base, app):
         model = serve(make_model(base))
         reply = call(model.url, "POST", "/v1/responses", json={"input": "hi"})
-        assert reply.status == 502
+        # The upstream rejected the request itself: 400 upstream_rejected, so no caller retries it.
+        assert (reply.status, reply.json()["error"]["type"]) == (400, "upstream_rejected")
         assert "HTTP 400" in reply.json()["error"]["message"]
         assert "temperature must be non-negative" in reply.json()["error"]["message"]
         assert len(app.requests) == 1

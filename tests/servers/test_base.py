@@ -188,10 +188,15 @@ def test_upstream_failures_map_to_502_and_504(serve: Any, stub: Any) -> None:
     app.state.mode = "status"
     app.state.fail_status = 400
     reply = call(proxy.url, "GET", "/upstream")
-    assert reply.status == 502
-    assert reply.json()["error"]["type"] == "upstream_http_error"
+    assert reply.status == 400  # the upstream rejected the request itself: no caller should retry it
+    assert reply.json()["error"]["type"] == "upstream_rejected"
     assert "HTTP 400" in reply.json()["error"]["message"]
     assert len(app.requests) == 1  # a 400 is never retried
+
+    app.state.fail_status = 503
+    reply = call(proxy.url, "GET", "/upstream")
+    assert reply.status == 502
+    assert reply.json()["error"]["type"] == "upstream_http_error"
 
     app.state.mode = "hang"
     started = time.monotonic()

@@ -289,7 +289,12 @@ def test_default_embedded_model_end_to_end(tmp_path: Path) -> None:
     """`gym env start --resources-server mcqa` with no model flag runs the embedded model: a real rollout."""
     head = free_port()
     logs = tmp_path / "logs"
-    gym = Gym(["--resources-server", "mcqa", "--log-dir", str(logs), f"++head_server.port={head}"], REPO_ROOT)
+    low, high = 24000 + head % 1000 * 5, 24000 + head % 1000 * 5 + 400  # a range of our own
+    gym = Gym(
+        ["--resources-server", "mcqa", "--log-dir", str(logs), f"++head_server.port={head}",
+         f"++port_range_low={low}", f"++port_range_high={high}"],
+        REPO_ROOT,
+    )  # fmt: skip
     try:
         assert gym.wait_for("All 3 servers ready", timeout=300), gym.text
         table = {row["name"]: row for row in instances(head)}
@@ -308,8 +313,13 @@ def test_default_embedded_model_end_to_end(tmp_path: Path) -> None:
         assert body["response"]["model"] == "SmolLM2-135M-Instruct"
         assert (logs / "policy_model.llama.log").stat().st_size > 0
 
-        # The llama.cpp child dies → the model server stops → the supervisor stops everything (exit 1).
+        # Every port is inside the port range, the embedded llama.cpp child's included.
         [llama] = psutil.Process(table["policy_model"]["pid"]).children()
+        listening = {c.laddr.port for c in llama.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+        assert listening and all(low <= port <= high for port in listening), (listening, low, high)
+        assert all(low <= int(row["url"].rsplit(":", 1)[1]) <= high for row in table.values())
+
+        # The llama.cpp child dies → the model server stops → the supervisor stops everything (exit 1).
         llama.kill()
         assert gym.finish(timeout=60) == 1
         assert "server 'policy_model' exited" in gym.text, gym.text

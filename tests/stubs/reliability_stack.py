@@ -36,7 +36,7 @@ API_KEY = "sk-reliability-FAKE-KEY-4b1d-0042"
 """A recognisable fake upstream key: it must never show up in anything written or printed."""
 FAILURE_CLASSES = frozenset(
     {"timeout", "connection", "http_5xx", "rate_limited", "verifier_error", "judge_failed", "invalid_request"}
-    | {"invalid_response", "unknown_agent"}
+    | {"invalid_response", "unknown_agent", "http_4xx"}
 )
 _SUMMARY = re.compile(r"Rollouts this run: (\d+) succeeded, (\d+) failed, (\d+) retries")
 

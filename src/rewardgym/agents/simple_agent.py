@@ -46,6 +46,7 @@ from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig, ServerRef
 from rewardgym.servers.errors import (
     UPSTREAM_AUTH_KIND,
+    UPSTREAM_REJECTED_KIND,
     ApiError,
     UpstreamHTTPError,
     UpstreamProtocolError,
@@ -143,7 +144,10 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
                     {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after is not None else None
                 )
                 kind = "rate_limited" if exc.status == 429 else "rejected_by_peer"
-                raise ApiError(exc.status, str(exc), kind=kind, headers=wait) from None
+                if error_kind(exc.body) == UPSTREAM_REJECTED_KIND:  # the model's upstream refused the request
+                    kind = UPSTREAM_REJECTED_KIND
+                message = error_message(exc.body) or str(exc)  # the peer's words, not its JSON re-escaped
+                raise ApiError(exc.status, message, kind=kind, headers=wait) from None
             if error_kind(exc.body) == UPSTREAM_AUTH_KIND:  # the model's upstream refused its key: say so
                 raise ApiError(
                     exc.status, error_message(exc.body) or str(exc), kind=UPSTREAM_AUTH_KIND

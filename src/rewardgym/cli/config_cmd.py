@@ -17,7 +17,7 @@ import typer
 
 from rewardgym.cli.main import config_app
 from rewardgym.cli.overrides import split_overrides
-from rewardgym.config import GymConfig, load_config_from_flags, redact_text
+from rewardgym.config import GymConfig, redact_text
 from rewardgym.config.files import ENV_YAML_NAME
 
 ConfigOpt = Annotated[
@@ -96,18 +96,16 @@ def show(
     Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
     """
     overrides = split_overrides(ctx.args, [*CONFIG_OPTION_NAMES, "--json", "--allow-missing"])
-    cfg = load_config_from_flags(
-        config_paths=config or [],
-        resources_servers=resources_server or [],
-        model_types=model_type or [],
-        search_dirs=search_dir or [],
-        model=model,
-        model_url=model_url,
-        model_api_key=model_api_key,
-        model_api_key_file=model_api_key_file,
-        overrides=overrides,
+    from rewardgym.cli.stack_config import load_stack_config
+
+    cfg = load_stack_config(
+        overrides=overrides, config=config or [], resources=resources_server or [],
+        model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
+        model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
         require_complete=not allow_missing,
-    )
+    )  # fmt: skip
+    if cfg.instances and not cfg.missing:
+        _validate_servers(cfg)
     if as_json:
         text = orjson.dumps(cfg.redacted(), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
     else:
@@ -122,3 +120,11 @@ def read_files(cfg: GymConfig, *more: Path | None) -> tuple[tuple[Path, str], ..
     found += [(Path(ENV_YAML_NAME), "env.yaml")]
     found += [(path, "--prompt-config") for path in more if path is not None]
     return tuple(found)
+
+
+def _validate_servers(cfg: GymConfig) -> None:
+    """The checks `gym env start` makes before it launches anything (every field of every server), so that
+    `gym config show` is a true pre-flight check."""
+    from rewardgym.servers.plan import child_specs, validate_specs
+
+    validate_specs(child_specs(cfg, log_dir=Path.home() / ".cache/rewardgym/logs"))

@@ -46,15 +46,15 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import env_app
 from rewardgym.cli.overrides import split_overrides
-from rewardgym.config import GymConfig, load_config, load_config_from_flags
-from rewardgym.errors import ConfigError, ServerError
+from rewardgym.cli.stack_config import load_stack_config
+from rewardgym.config import GymConfig, load_config
+from rewardgym.errors import ServerError
 from rewardgym.servers.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.servers.http import HttpClient
 from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
 from rewardgym.servers.spec import ChildSpec
 from rewardgym.servers.supervisor import Supervisor, SupervisorOptions
 
-DEFAULT_MODEL_TYPE = "embedded_model"
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
 
 AgentOpt = Annotated[
@@ -70,32 +70,6 @@ _out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty(
 
 def _say(message: str) -> None:
     _out.print(message, markup=False)
-
-
-def load_stack_config(
-    *, overrides: list[str], config: list[Path], resources: list[str], model_types: list[str],
-    agents: list[str], search_dirs: list[Path], model: str | None, model_url: str | None,
-    model_api_key: str | None, model_api_key_file: Path | None = None,
-) -> GymConfig:  # fmt: skip
-    """The stack config of `gym env start` / `gym eval run`: the embedded model when no model is named."""
-
-    def load(types: list[str]) -> GymConfig:
-        return load_config_from_flags(
-            config_paths=config, resources_servers=resources, model_types=types, agents=agents,
-            search_dirs=search_dirs, model=model, model_url=model_url, model_api_key=model_api_key,
-            model_api_key_file=model_api_key_file, overrides=overrides,
-        )  # fmt: skip
-
-    # $REWARDGYM_MODEL_API_KEY alone does not name a model: the embedded model stays the default.
-    if model_types or any(v is not None for v in (model, model_url, model_api_key, model_api_key_file)):
-        return load(model_types)
-    try:  # no model flag: use the files' own model server if they define one, else the embedded model
-        cfg = load([])
-        if cfg.instances_of("responses_api_models"):
-            return cfg
-    except ConfigError:
-        pass
-    return load([DEFAULT_MODEL_TYPE])
 
 
 def _instance_table(specs: list[ChildSpec], head: str) -> Table:
@@ -143,7 +117,14 @@ def start(
     model_url: ModelUrlOpt = None,
     model_api_key: ModelApiKeyOpt = None,
     model_api_key_file: ModelApiKeyFileOpt = None,
-    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="Directory of the server logs.")] = None,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--log-dir",
+            help="Directory of the server logs (default: nemo_gym_log_dir, else "
+            "~/.cache/rewardgym/logs/head-<head port>).",
+        ),
+    ] = None,
     startup_timeout: Annotated[
         float, typer.Option("--startup-timeout", help="Seconds each server gets to answer.", min=1)
     ] = 600.0,

@@ -21,11 +21,14 @@ from importlib import import_module
 import typer
 
 import rewardgym
+from rewardgym.cli.helptext import tidy_metavars
 from rewardgym.errors import RewardGymError
 
 app = typer.Typer(
     name="gym",
-    help="rewardgym: measure how often an LLM policy succeeds on each task of a verifiable environment.",
+    help="rewardgym: measure how often an LLM policy succeeds on each task of a verifiable environment."
+    "\n\nEvery command that reads config (config show, env start/status/stop, eval run/reverify/aggregate) "
+    "also takes +key=value (add a key) and ++key=value (add or replace) overrides after its options.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -156,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     try:
         # Without standalone mode click returns the code of a `typer.Exit(n)` instead of raising it.
-        code = app(args=args, prog_name="gym", standalone_mode=False)
+        command = typer.main.get_command(app)
+        tidy_metavars(command)  # plain value labels on any help screen
+        code = command(args=args, prog_name="gym", standalone_mode=False)
     except RewardGymError as exc:
         if debug:
             traceback.print_exc()

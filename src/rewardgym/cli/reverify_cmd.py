@@ -1,8 +1,10 @@
 """``gym eval reverify`` and ``gym eval aggregate`` (see :mod:`rewardgym.collect.reverify`).
 
 ``gym eval aggregate`` reads every shard before it writes anything: a damaged line or a row without integer
-``_ng_task_index``/``_ng_rollout_index`` is an error naming ``file:line``; a last line torn by a crash is left
-out with a note; an ``--output`` that is one of the shards is refused (it would overwrite its own input).
+``_ng_task_index``/``_ng_rollout_index`` is an error naming ``file:line``, and so is a key found in two shards
+(naming both places: shards must be disjoint, as ``gym eval run --shard I/N`` makes them); a last line torn
+by a crash is left out with a note; an ``--output`` that is one of the shards is refused (it would
+overwrite its own input).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.aggregate import (
     compute_aggregate_metrics,
     format_key_metrics,
@@ -51,8 +54,8 @@ from rewardgym.collect.reverify import (
     run_reverify,
 )
 from rewardgym.collect.stack import ServedStack, discover_agents
-from rewardgym.config import GymConfig, load_config, load_config_from_flags
-from rewardgym.errors import UsageError
+from rewardgym.config import GymConfig, load_config
+from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import read_jsonl_tolerant
 from rewardgym.io.outputs import atomic_writer, guard_outputs, remove_stale
 from rewardgym.protocol import keys
@@ -69,15 +72,19 @@ def reverify(
     inputs: Annotated[Path, typer.Option("--inputs", help="Materialized inputs of the run.")],
     rollouts: Annotated[Path, typer.Option("--rollouts", help="Rollouts to re-score.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Re-scored rollouts to write.")],
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 32,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Rows re-scored at once.")] = 32,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted reverify.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
     force: Annotated[
         bool,
         typer.Option("--force", help="Also re-score environments not declared stateless (unsafe_ output)."),
     ] = False,
-    disable_aggregation: Annotated[bool, typer.Option("--disable-aggregation")] = False,
-    log_dir: Annotated[Path | None, typer.Option("--log-dir")] = None,
+    disable_aggregation: Annotated[
+        bool, typer.Option("--disable-aggregation", help="Skip the aggregate metrics at the end.")
+    ] = False,
+    log_dir: Annotated[
+        Path | None, typer.Option("--log-dir", help="Server logs (default: <output folder>/logs).")
+    ] = None,
     config: ConfigOpt = None,
     resources_server: ResourcesServerOpt = None,
     model_type: ModelTypeOpt = None,
@@ -94,10 +101,10 @@ def reverify(
     known = [*CONFIG_OPTION_NAMES, "--inputs", "--rollouts", "--output", "--concurrency", "--resume",
              "--overwrite", "--force", "--disable-aggregation", "--log-dir"]  # fmt: skip
     overrides = split_overrides(ctx.args, known)
-    cfg = load_config_from_flags(
-        config_paths=config or [], resources_servers=resources_server or [], model_types=model_type or [],
-        search_dirs=search_dir or [], model=model, model_url=model_url, model_api_key=model_api_key,
-        model_api_key_file=model_api_key_file, overrides=overrides,
+    cfg = load_stack_config(
+        overrides=overrides, config=config or [], resources=resources_server or [],
+        model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
+        model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
     )  # fmt: skip
     served_cfg, routes = reverify_config(cfg)
     settings = ReverifySettings(
@@ -142,7 +149,10 @@ def aggregate(
     no_serve: Annotated[
         bool, typer.Option("--no-serve", help="Use servers of a running 'gym env start'.")
     ] = True,
-    head_url: Annotated[str | None, typer.Option("--head-url")] = None,
+    head_url: Annotated[
+        str | None,
+        typer.Option("--head-url", help="Head registry of the running servers (default: head_server)."),
+    ] = None,
 ) -> None:
     """Merge rollout shards (sorted by key) and recompute aggregate metrics through the running agents."""
     overrides = split_overrides(ctx.args, ["--input", "--output", "--no-serve", "--head-url"])
@@ -163,12 +173,20 @@ def aggregate(
 def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:
     """Every whole row of every shard, each with an integer key (a torn last line is left out, noted)."""
     rows: list[dict[str, Any]] = []
+    seen: dict[tuple[int, int], str] = {}
     for path in paths:
         found, torn = read_jsonl_tolerant(path, what="Rollouts file")
         if torn is not None:
             _say(f"Note: {path}:{torn.line_number} was cut short by a crash; that rollout is left out")
         for number, row in enumerate(found, start=1):
-            key_of(row, f"{path}:{number}")
+            where = f"{path}:{number}"
+            key = key_of(row, where)
+            if key in seen:
+                raise DataError(
+                    f"rollout (task {key[0]}, rollout {key[1]}) is in two shards: {seen[key]} and {where}; "
+                    "shards must be disjoint (make them with 'gym eval run --shard I/N')"
+                )
+            seen[key] = where
         rows.extend(found)
     return rows
 

@@ -32,10 +32,17 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions, PromptConfig, RepeatSpec
-from rewardgym.collect.runner import CollectSettings, format_summary, guard_run_outputs, run_collection
+from rewardgym.collect.runner import (
+    CollectSettings,
+    CollectSummary,
+    format_summary,
+    guard_run_outputs,
+    run_collection,
+)
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
@@ -46,8 +53,11 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout",
+    "--startup-timeout", "--shard",
 ]  # fmt: skip
+
+EXIT_FAILURE_RATE = 3
+"""Exit code of a run whose failure rate exceeded ``++max_failure_rate`` (docs/collect.md, "Exit codes")."""
 
 
 def _say(message: str) -> None:
@@ -107,9 +117,9 @@ def _explicit(resume: bool, *, cfg: GymConfig, **given: Any) -> set[str] | None:
 
 
 def _fingerprint_settings(
-    cfg: GymConfig, options: MaterializeOptions, explicit: set[str] | None
+    cfg: GymConfig, options: MaterializeOptions, explicit: set[str] | None, shard: tuple[int, int] | None
 ) -> dict[str, Any]:
-    materialize = {
+    materialize: dict[str, Any] = {
         "num_repeats": options.num_repeats,
         "agent": options.agent_name,
         "limit": options.limit,
@@ -117,6 +127,8 @@ def _fingerprint_settings(
         "create_params": dict(options.create_params_overrides),
         "prompt_config": None if options.prompt_config is None else vars(options.prompt_config),
     }
+    if shard is not None:  # only when given, so runs without --shard keep their fingerprint
+        materialize["shard"] = list(shard)
     if explicit is not None:
         materialize = {k: v for k, v in materialize.items() if k in explicit}
     return {"config": cfg.redacted(), "materialize": materialize}
@@ -143,12 +155,34 @@ def run(
         bool, typer.Option("--retry-failed", help="On resume, run failed rollouts again.")
     ] = False,
     prompt_config: Annotated[
-        Path | None, typer.Option("--prompt-config", help="YAML {user, system}.")
+        Path | None,
+        typer.Option(
+            "--prompt-config",
+            help="YAML file with a 'user' (and optional 'system') prompt template; {field} is replaced by "
+            "the row's field (Python str.format syntax).",
+        ),
     ] = None,
-    temperature: Annotated[float | None, typer.Option("--temperature")] = None,
-    top_p: Annotated[float | None, typer.Option("--top-p")] = None,
-    max_output_tokens: Annotated[int | None, typer.Option("--max-output-tokens", min=1)] = None,
-    disable_aggregation: Annotated[bool, typer.Option("--disable-aggregation")] = False,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", help="Sampling temperature sent with every row.")
+    ] = None,
+    top_p: Annotated[
+        float | None, typer.Option("--top-p", help="Nucleus sampling top_p for every row.")
+    ] = None,
+    max_output_tokens: Annotated[
+        int | None, typer.Option("--max-output-tokens", min=1, help="Output token limit for every row.")
+    ] = None,
+    disable_aggregation: Annotated[
+        bool, typer.Option("--disable-aggregation", help="Skip the aggregate metrics at the end.")
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            "--shard",
+            metavar="I/N",
+            help="Run only shard I of N (tasks whose index is I modulo N; 0 <= I < N); merge the shards "
+            "with 'gym eval aggregate'.",
+        ),
+    ] = None,
     add_seed: Annotated[
         bool, typer.Option("--num-repeats-add-seed", help="Send the rollout index as the sampling seed.")
     ] = False,
@@ -159,9 +193,15 @@ def run(
         str | None, typer.Option("--head-url", help="Head registry URL (--no-serve).")
     ] = None,
     log_dir: Annotated[
-        Path | None, typer.Option("--log-dir", help="Server logs (without --no-serve).")
+        Path | None,
+        typer.Option("--log-dir", help="Server logs (without --no-serve; default: <output folder>/logs)."),
     ] = None,
-    startup_timeout: Annotated[float, typer.Option("--startup-timeout", min=1)] = 600.0,
+    startup_timeout: Annotated[
+        float,
+        typer.Option(
+            "--startup-timeout", min=1, help="Seconds each server gets to answer (without --no-serve)."
+        ),
+    ] = 600.0,
     config: ConfigOpt = None,
     resources_server: ResourcesServerOpt = None,
     model_type: ModelTypeOpt = None,
@@ -173,16 +213,22 @@ def run(
 ) -> None:
     """Collect rollouts: materialize the input rows, run them through the agents, record each result.
 
-    Overrides: +key=value / ++key=value (e.g. ++rollout_timeout_s=600 ++max_attempts=5 ++fail_fast=true).
+    Overrides: +key=value / ++key=value (e.g. ++rollout_timeout_s=600 ++max_attempts=5 ++fail_fast=true
+    ++max_failure_rate=0.1). Exit codes: 0 done, 1 error or stopped, 2 usage, 3 failure rate exceeded,
+    130 interrupted.
     """
     overrides = split_overrides(ctx.args, _FLAGS)
     if input_path is None and not resume:
         raise UsageError("--input is required (or --resume to continue an earlier run)")
+    if input_path is not None and not resume and not input_path.is_file():
+        # Checked before any server starts (a serving run would otherwise boot the model first).
+        if input_path.is_dir():
+            raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
+        raise DataError(f"Input file not found: '{input_path}' (--input)")
+    shard_spec = _shard(shard)
     if no_serve:
         cfg = load_config(config or [], overrides, search_dirs=search_dir or [], require_complete=False)
     else:
-        from rewardgym.cli.env_cmd import load_stack_config
-
         cfg = load_stack_config(
             overrides=overrides, config=config or [], resources=resources_server or [],
             model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
@@ -216,6 +262,7 @@ def run(
         add_seed=add_seed,
         create_params=create_params,
         prompt_config=prompt_config,
+        shard=shard_spec,
     )
     settings = CollectSettings(
         output=output,
@@ -229,31 +276,79 @@ def run(
         force=force,
         retry_failed=retry_failed,
         disable_aggregation=disable_aggregation or _as_bool(cfg, "disable_aggregation"),
-        fingerprint_settings=_fingerprint_settings(cfg, materialize, explicit),
+        shard=shard_spec,
+        fingerprint_settings=_fingerprint_settings(cfg, materialize, explicit, shard_spec),
         read_files=read_files(cfg, prompt_config),
     )
     guard_run_outputs(settings)  # before any server starts or any file (a log folder) is created
+    max_failure_rate = _failure_rate_limit(cfg)
     token = cfg.get("auth_token")
     headers = {"X-Rewardgym-Token": str(token)} if token else None
     if no_serve:
         host, port = cfg.head_server
         head = head_url or f"http://{host}:{port}"
-        code = aio.run(_collect_no_serve(settings, head, headers))
+        code = aio.run(_collect_no_serve(settings, head, headers, max_failure_rate))
     else:
         logs = log_dir or Path(cfg.get("nemo_gym_log_dir") or output.parent / "logs")
-        code = aio.run(_collect_served(settings, cfg, logs.expanduser().resolve(), startup_timeout, headers))
+        code = aio.run(
+            _collect_served(
+                settings, cfg, logs.expanduser().resolve(), startup_timeout, headers, max_failure_rate
+            )
+        )
     if code:
         raise typer.Exit(code)
 
 
-async def _collect_no_serve(settings: CollectSettings, head: str, headers: dict[str, str] | None) -> int:
+def _shard(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    index, _, count = value.partition("/")
+    if not (index.strip().isdigit() and count.strip().isdigit()) or not 0 <= int(index) < int(count):
+        raise UsageError(f"--shard must be I/N with 0 <= I < N (e.g. 0/4), got {value!r}")
+    return int(index), int(count)
+
+
+def _failure_rate_limit(cfg: GymConfig) -> float | None:
+    value = cfg.get("max_failure_rate")
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    raise UsageError(f"max_failure_rate must be a number in 0..1, got {value!r}")
+
+
+def _exit_code(summary: CollectSummary, max_failure_rate: float | None) -> int:
+    """0 done; 130 interrupted; 1 stopped; 3 when this run's failures exceed ``++max_failure_rate`` (unset:
+    when every rollout it finished failed — nothing to aggregate, which a script must be able to tell)."""
+    if summary.stop_reason == "interrupted":
+        return 130
+    if summary.stop_reason:
+        return 1
+    failed, finished = summary.stats.failed, summary.stats.failed + summary.stats.succeeded
+    if not failed:
+        return 0
+    rate = failed / finished
+    limit_hit = rate > max_failure_rate if max_failure_rate is not None else failed == finished
+    if not limit_hit:
+        return 0
+    limit = "" if max_failure_rate is None else f" > max_failure_rate {max_failure_rate:g}"
+    sys.stderr.write(
+        f"Error: {failed} of {finished} rollouts failed this run ({rate:.1%}{limit}); "
+        f"see {summary.outputs.failures}\n"
+    )
+    return EXIT_FAILURE_RATE
+
+
+async def _collect_no_serve(
+    settings: CollectSettings, head: str, headers: dict[str, str] | None, max_failure_rate: float | None
+) -> int:
     agents = await discover_agents(head, headers)
     # The local config does not say which model the running servers serve: the head registry does.
     fingerprint = {**settings.fingerprint_settings, "models": agents.models or {}}
     settings = dataclasses.replace(settings, fingerprint_settings=fingerprint)
     summary = await run_collection(settings, agents, headers=headers)
     _say(format_summary(summary))
-    return 130 if summary.stop_reason == "interrupted" else (1 if summary.stop_reason else 0)
+    return _exit_code(summary, max_failure_rate)
 
 
 async def _collect_served(
@@ -262,6 +357,7 @@ async def _collect_served(
     log_dir: Path,
     startup_timeout: float,
     headers: dict[str, str] | None,
+    max_failure_rate: float | None,
 ) -> int:
     stack = ServedStack(cfg, log_dir=log_dir, startup_timeout_s=startup_timeout, notify=_say)
     await stack.start()
@@ -282,4 +378,4 @@ async def _collect_served(
     if stack.failure is not None:
         _say(f"\n{stack.failure}")
         return 1
-    return 130 if summary.stop_reason == "interrupted" else (1 if summary.stop_reason else 0)
+    return _exit_code(summary, max_failure_rate)

@@ -93,7 +93,9 @@ class AgentClient:
             if failure_class is FailureClass.UPSTREAM_AUTH:  # the upstream's own words, not our wrapping
                 reason = error_message(body) or f"HTTP {status}: {_short(text)}"
                 raise AttemptFailure(failure_class, _short(reason), status)
-            raise AttemptFailure(failure_class, f"HTTP {status}: {_short(text)}", status, retry_after)
+            # The innermost message once (our servers answer {"error": {"message": …}}), not escaped JSON.
+            reason = error_message(body) or text
+            raise AttemptFailure(failure_class, f"HTTP {status}: {_short(reason)}", status, retry_after)
         return _validate_result(body, text)
 
     async def _post_h1(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:

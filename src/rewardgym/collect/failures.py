@@ -15,13 +15,15 @@ from email.utils import parsedate_to_datetime
 from enum import StrEnum
 from time import time
 
-from rewardgym.servers.errors import UPSTREAM_AUTH_KIND, error_kind
+from rewardgym.servers.errors import UPSTREAM_AUTH_KIND, UPSTREAM_REJECTED_KIND, error_kind
 
 
 class FailureClass(StrEnum):
     TIMEOUT = "timeout"
     CONNECTION = "connection"
     HTTP_5XX = "http_5xx"
+    HTTP_4XX = "http_4xx"
+    """A model upstream rejected the request itself (HTTP 4xx other than 401/403/408/429): not retried."""
     RATE_LIMITED = "rate_limited"
     VERIFIER_ERROR = "verifier_error"
     JUDGE_FAILED = "judge_failed"
@@ -65,8 +67,11 @@ class AttemptFailure(Exception):
 
 def classify_status(status: int, body: str) -> FailureClass:
     """Failure class of a non-2xx ``/run`` answer."""
-    if error_kind(body) == UPSTREAM_AUTH_KIND:  # the error type our servers give a refused upstream key
+    kind = error_kind(body)
+    if kind == UPSTREAM_AUTH_KIND:  # the error type our servers give a refused upstream key
         return FailureClass.UPSTREAM_AUTH
+    if kind == UPSTREAM_REJECTED_KIND and 400 <= status < 500:
+        return FailureClass.HTTP_4XX
     if status == 429:
         return FailureClass.RATE_LIMITED
     if status in (408, 504):

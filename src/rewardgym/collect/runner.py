@@ -79,6 +79,9 @@ class CollectSettings:
     retry_failed: bool = False
     """On resume, run failed keys again regardless of the attempts they used."""
     disable_aggregation: bool = False
+    shard: tuple[int, int] | None = None
+    """``(i, n)`` of ``--shard i/n``: only the rows whose task index is ``i`` modulo ``n`` (all repeats of a
+    task stay in one shard, so ``gym eval aggregate`` merges disjoint shards)."""
     fingerprint_settings: Mapping[str, Any] = field(default_factory=dict)
     """Redacted settings recorded in the run fingerprint (config minus secrets, repeats, overrides)."""
     live_progress: bool | None = None
@@ -134,6 +137,8 @@ def _materialize(settings: CollectSettings, handle: IO[bytes]) -> tuple[set[str]
     agents: set[str] = set()
     count = 0
     for row in iter_materialized(settings.input, settings.materialize):
+        if settings.shard is not None and row[keys.TASK_INDEX] % settings.shard[1] != settings.shard[0]:
+            continue
         agents.add(row[keys.AGENT_REF]["name"])
         handle.write(orjson.dumps(row) + b"\n")
         count += 1
@@ -368,6 +373,8 @@ async def _collect(
             f"\nStopped: {death}.\nCompleted rollouts are saved in {outputs.rollouts}; the rollouts this "
             f"stopped are not recorded as failures.\n{guard.resume_hint}\n"
         )
+    elif dispatcher.stop_reason == "interrupted":
+        pass  # the summary says it: "Interrupted: N of M rollouts stored …" (format_summary)
     elif dispatcher.stop_reason is not None:
         out.write(
             f"\nStopped ({dispatcher.stop_reason}). Completed rollouts are saved in {outputs.rollouts}.\n"
@@ -382,11 +389,31 @@ async def _collect(
     return CollectSummary(outputs, total, resumed_done, stats, dispatcher.stop_reason, aggregate)
 
 
+def _headline(summary: CollectSummary) -> str:
+    stored = summary.resumed_done + summary.stats.succeeded
+    counts = f"{stored} of {summary.total} rollouts stored ({summary.stats.succeeded} this run)"
+    if summary.stop_reason is None:
+        return "Finished rollout collection! View results at:"
+    if summary.stop_reason == "interrupted":
+        return f"Interrupted: {counts}. Resume with the same command plus --resume. Files:"
+    return f"Collection stopped ({summary.stop_reason}): {counts}. Files:"
+
+
+def _aggregate_line(summary: CollectSummary) -> str:
+    if summary.aggregate is not None:
+        return f"Aggregate metrics: {summary.outputs.aggregate_metrics}"
+    if summary.stop_reason is not None:
+        return "Aggregate metrics: not computed (the run did not finish)"
+    if summary.resumed_done + summary.stats.succeeded == 0:
+        return "Aggregate metrics: not computed (no rollout succeeded)"
+    return "Aggregate metrics: not computed (aggregation disabled)"
+
+
 def format_summary(summary: CollectSummary) -> str:
     stats = summary.stats
     lines = [
         "",
-        "Finished rollout collection! View results at:",
+        _headline(summary),
         f"Fully materialized inputs: {summary.outputs.materialized}",
         f"Rollouts: {summary.outputs.rollouts}",
         f"Failures: {summary.outputs.failures} ({stats.failed} this run"
@@ -396,7 +423,7 @@ def format_summary(summary: CollectSummary) -> str:
             else ""
         )
         + ")",
-        f"Aggregate metrics: {summary.outputs.aggregate_metrics if summary.aggregate is not None else None}",
+        _aggregate_line(summary),
         f"Rollouts this run: {stats.succeeded} succeeded, {stats.failed} failed, {stats.retries} retries",
     ]
     return "\n".join(lines)

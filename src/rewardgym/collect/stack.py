@@ -2,7 +2,8 @@
 
 ``--no-serve`` asks the head registry for its instances (URLs only — the registry never serves secrets;
 credentials come from this process's own env.yaml and flags). Without it, :class:`ServedStack` starts the
-configured servers (the same supervisor as ``gym env start``, with its head on a free port), hands out
+configured servers (the same supervisor as ``gym env start``, with its head on a ``head_server.port`` the
+config sets, else on a free port in ``port_range_low..port_range_high``), hands out
 the agent URLs, watches the children during the run and stops everything afterwards.
 
 Both hand the runner an :class:`~rewardgym.collect.watch.AgentDirectory`: the agents of a running
@@ -23,7 +24,7 @@ import psutil
 
 from rewardgym.collect.watch import AgentDirectory
 from rewardgym.config import GymConfig
-from rewardgym.config.ports import pick_free_port
+from rewardgym.config.ports import DEFAULT_HEAD_PORT, DEFAULT_PORT_RANGE, can_bind, pick_free_port
 from rewardgym.errors import ServerError
 from rewardgym.servers.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.servers.http import HttpClient
@@ -69,13 +70,24 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
     return AgentDirectory(agents, head_url=head_url, models=models)
 
 
+def _head_port(cfg: GymConfig, host: str, configured: int, taken: list[int]) -> int:
+    """A ``head_server.port`` the config sets (not the default 11000, which stays free for
+    ``gym env start``) when it is free; else a free port in ``port_range_low..port_range_high``, like every
+    other instance."""
+    if configured != DEFAULT_HEAD_PORT and configured not in taken and can_bind(host, configured):
+        return configured
+    low = int(cfg.get("port_range_low") or DEFAULT_PORT_RANGE[0])
+    high = int(cfg.get("port_range_high") or DEFAULT_PORT_RANGE[1])
+    return pick_free_port(host, [*taken, *(cfg.get("disallowed_ports") or [])], (low, high))
+
+
 class ServedStack:
     """The servers of ``cfg``, started for the duration of one command."""
 
     def __init__(
         self, cfg: GymConfig, *, log_dir: Path, startup_timeout_s: float, notify: Callable[[str], None]
     ) -> None:
-        host, _ = cfg.head_server
+        host, port = cfg.head_server
         taken = [inst.port for inst in cfg.instances.values()]
         self._specs = child_specs(cfg, log_dir=log_dir)
         readiness = cfg.get("model_endpoint_readiness_timeout_seconds", 120.0)
@@ -84,7 +96,7 @@ class ServedStack:
             SupervisorOptions(
                 log_dir=log_dir,
                 head_host=host,
-                head_port=pick_free_port(host, taken),
+                head_port=_head_port(cfg, host, port, taken),
                 ready_timeout_s=startup_timeout_s,
                 upstreams=upstream_urls(cfg) if readiness else [],
                 upstream_timeout_s=float(readiness or 0),

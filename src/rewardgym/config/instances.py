@@ -183,5 +183,10 @@ def check_references(instances: Mapping[str, InstanceBlock]) -> None:
             elif same_kind:
                 message += f"; {KIND_LABELS[kind]} instances: {', '.join(same_kind)}"
             else:
-                message += f"; the config defines no {kind} instance (add its config file with --config)"
+                fix = (
+                    "name one with --model-type (vllm_model, openai_model, embedded_model) or --config"
+                    if kind == "responses_api_models"
+                    else "add its config file with --config"
+                )
+                message += f"; the config defines no {kind} instance ({fix})"
             raise ConfigError(message)

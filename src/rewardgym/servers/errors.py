@@ -5,8 +5,9 @@ Contract:
 - :class:`UpstreamError` and subclasses are raised by :mod:`rewardgym.servers.http` when a call to another
   server or to an LLM upstream fails after its retries. A server app answers them with 502
   (:class:`UpstreamHTTPError`, :class:`UpstreamConnectionError`, :class:`UpstreamProtocolError` and its
-  :class:`UpstreamReplyTooLarge`) or
-  504 (:class:`UpstreamTimeout`). They are :class:`~rewardgym.errors.ServerError` so a CLI caller prints
+  :class:`UpstreamReplyTooLarge`) or 504 (:class:`UpstreamTimeout`); an upstream's 4xx other than
+  401/403/408/429 is answered 400 with type ``upstream_rejected`` (no retry can fix it), a refused key 500
+  with type ``upstream_auth_error``. They are :class:`~rewardgym.errors.ServerError` so a CLI caller prints
   them as one ``Error:`` line.
 - Messages name the URL without credentials or query string and never include a secret: a body quoted in
   a message (:func:`snippet`) is redacted *before* it is cut, so a cut never leaves a piece of a secret.
@@ -72,6 +73,11 @@ class UpstreamError(ServerError):
 AUTH_STATUSES = frozenset({401, 403})
 UPSTREAM_AUTH_KIND = "upstream_auth_error"
 """Error ``type`` of an answer saying that an upstream refused this server's credentials."""
+RETRYABLE_4XX = frozenset({408, 429})
+UPSTREAM_REJECTED_KIND = "upstream_rejected"
+"""Error ``type`` of an answer saying that an upstream rejected the request itself (a 4xx other than
+401/403/408/429, e.g. 400 for a malformed or over-long request): the same request fails again, so callers
+do not retry it (the collector records it as ``http_4xx``)."""
 
 
 def _error_field(body: bytes | str, name: str) -> str | None:
@@ -108,7 +114,12 @@ class UpstreamHTTPError(UpstreamError):
             # Answered 500 (not the retryable 502) with its own kind, which the agent and collector pass on.
             self.kind = UPSTREAM_AUTH_KIND
             self.http_status = 500
-        super().__init__(url, f"HTTP {status}: {snippet(body)}")
+        elif 400 <= status < 500 and status not in RETRYABLE_4XX:
+            self.kind = UPSTREAM_REJECTED_KIND
+            self.http_status = 400
+        # The peer's own words when it answered a JSON error (ours or OpenAI's), not its JSON escaped again:
+        # a failure that crossed three servers reads as plain text, not JSON in JSON in JSON.
+        super().__init__(url, f"HTTP {status}: {error_message(body) or snippet(body)}")
 
 
 class UpstreamTimeout(UpstreamError):

@@ -15,11 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.stubs.fault_upstream import FaultUpstream, start_fault_upstream
 from tests.stubs.processes import (
     GymProcess,
+    jsonl_rows,
     kill_marked,
     new_marker,
     no_marked_processes,
@@ -181,3 +183,28 @@ def test_refused_api_key_stops_the_run_and_resume_finishes_it(stack: Stack, tmp_
     assert resumed.code == 0, resumed.output[-3000:]
     found = check_partition(out.parent)
     assert (found.materialized, found.succeeded, found.failed) == (40, 40, 0)
+
+
+def test_upstream_400_is_not_retried_and_its_reason_is_plain_text(stack: Stack, tmp_path: Path) -> None:
+    """An upstream 400 rejects the request itself: no hop retries it (one upstream call), the collector
+    records ``http_4xx``, and the reason is the upstream's words once — not JSON escaped in JSON."""
+    assert stack.upstream.wait_idle()
+    stack.upstream.control(rates={}, reset_stats=True)
+    rows = write_mcqa_rows(tmp_path / "in.jsonl", 3)
+    rows[0]["responses_create_params"]["input"][0]["content"] += " [[fault:400:0]]"
+    (tmp_path / "in.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    out = tmp_path / "out" / "rollouts.jsonl"
+    run = gym(
+        run_args(out, input_path=tmp_path / "in.jsonl", head_url=stack.head, extra=("++max_attempts=3",)),
+        cwd=stack.root,
+    )
+    assert run.code == 0, run.output[-3000:]
+    found = check_partition(out.parent)
+    assert (found.succeeded, found.failed) == (2, 1)
+    [failure] = jsonl_rows(out.parent / "rollouts_failures.jsonl")
+    assert failure["_ng_failure_class"] == "http_4xx"
+    assert failure["attempts"] == 1 and failure["permanent"] is True
+    reason = failure["_ng_failure_reason"]
+    assert "injected fault 400" in reason
+    assert "\\" not in reason and "{" not in reason, reason  # no escaped JSON at any level
+    assert stack.upstream.stats()["faults"]["400"] == 1  # model server, agent and collector: no retry

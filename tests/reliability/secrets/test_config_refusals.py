@@ -1,4 +1,4 @@
-"""Issue 11 §4 through the real ``gym`` command: refused at start-up, never printed or written.
+"""Secret refusals through the real ``gym`` command: refused at start-up, never printed or written.
 
 - ``${oc.env:…}`` values under a key that does not look secret are masked by ``gym config show`` (YAML and
   JSON), while a URL read from the environment is still shown;
