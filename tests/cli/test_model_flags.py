@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -122,7 +123,8 @@ def test_help_gives_every_option_a_text_and_a_plain_value_label(
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "<bool>" not in text and "list[" not in text and "<str>" not in text, text
-    rows = [line for line in text.splitlines() if line.startswith("│") and " --" in line[:40]]
+    # An option's own row starts "│ --name" (or "│ -m --name"); a wrapped help line may also hold "--x".
+    rows = [line for line in text.splitlines() if re.match(r"│ [ *]{0,4}(?:-\w,? +)?--\w", line)]
     assert rows, text
     for row in rows:
         cells = row.strip("│ ").split()

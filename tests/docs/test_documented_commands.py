@@ -216,6 +216,9 @@ def test_documented_stacks_are_found() -> None:
 )
 def test_documented_stack_resolves(args: list[str], tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    # A documented line that reads a variable (`${oc.env:RG_TOKEN}`) follows an `export` of it in its block.
+    for name in re.findall(r"\$\{oc\.env:(\w+)\}", " ".join(args)):
+        env.setdefault(name, "documented-example-value")
     result = subprocess.run(
         [sys.executable, "-m", "rewardgym", "config", "show", *args],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
