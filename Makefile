@@ -18,7 +18,7 @@ install: $(STAMP)
 model: $(STAMP)
 	$(BIN)/gym model fetch
 
-## README command 1: start servers on the embedded model, collect mcqa examples x4, profile, stop.
+## README command 1: start servers on the embedded model, collect the 24 demo tasks x8, profile, stop.
 demo: model
 	bash scripts/demo.sh
 

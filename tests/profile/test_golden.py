@@ -59,9 +59,8 @@ def test_agent_and_repeat_files_and_first_rows_are_byte_identical(tmp_path: Path
     lines = result.paths.reward_profiling.read_bytes().splitlines(keepends=True)
     assert len(lines) == 500
     assert b"".join(lines[:3]) == (NG_OUTPUTS / "reward_profiling.first3.jsonl").read_bytes()
-    texts = {str(w.message) for w in caught}
-    assert any("all 500 values are identical" in t for t in texts)
-    assert any("all 4 values are identical" in t for t in texts)
+    # NeMo Gym warns "Standard error is 0" here (its profile.log); we write the same numbers silently.
+    assert not [w for w in caught if "Standard error" in str(w.message)]
 
 
 def test_printed_summary_matches_profile_log(tmp_path: Path) -> None:
@@ -80,7 +79,7 @@ def test_printed_summary_matches_profile_log(tmp_path: Path) -> None:
     start = log.index("Profiling outputs:")
     expected = log[start : start + 7]
     assert run.stdout.splitlines()[:7] == expected
-    assert "UserWarning: Standard error is 0 (all 500 values are identical)" in run.stderr
+    assert "Standard error" not in run.stderr
     assert "Mean reward: 0.2000" in run.stdout
 
 
@@ -113,7 +112,6 @@ def test_smoke_5_complete_run_is_consistent(tmp_path: Path) -> None:
     assert result.paths.repeat_level_metrics.read_bytes() == b"[]"
 
 
-@pytest.mark.filterwarnings("ignore:Standard error is 0")
 def test_rollouts_first3_infos_match_the_golden_rows() -> None:
     """The shared first three rollouts reproduce their entries of the golden first rows."""
     rows = read_jsonl(NG_OUTPUTS / "materialized_inputs.first3.jsonl")

@@ -1,8 +1,9 @@
 """The 95 % Student-t confidence interval NeMo Gym 0.7.0 attaches to repeat-level and across-repeat means.
 
-Contract: :func:`t_interval(mean, sem, n)` is ``None`` for ``n <= 1``; ``(mean, mean)`` plus a
-``UserWarning`` ("Standard error is 0 (all <n> values are identical) -- …") when ``sem == 0``; otherwise
-``scipy.stats.t.interval(0.95, df=n-1, loc=mean, scale=sem)``, computed as scipy computes it
+Contract: :func:`t_interval(mean, sem, n)` is ``None`` for ``n <= 1``; ``(mean, mean)`` when ``sem == 0``
+(the numbers NeMo Gym 0.7.0 writes there, but without its ``UserWarning`` "Standard error is 0 …": identical
+values are the normal case for a task a policy always or never solves, so the warning was only noise);
+otherwise ``scipy.stats.t.interval(0.95, df=n-1, loc=mean, scale=sem)``, computed as scipy computes it
 (``stdtrit(df, q) * scale + loc`` at ``q = (1 - 0.95) / 2`` and ``(1 + 0.95) / 2``), so the digits match.
 The interval is not clipped. scipy's ``stdtrit`` is loaded on first use, without the rest of
 ``scipy.special`` (≈ 0.05 s instead of ≈ 0.45 s, see :func:`_stdtrit_alone`).
@@ -14,17 +15,11 @@ import importlib
 import importlib.util
 import sys
 import types
-import warnings
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
 CONFIDENCE = 0.95
-
-SEM_ZERO_WARNING = (
-    "Standard error is 0 (all {n} values are identical) -- confidence interval collapses to a single point "
-    "rather than being computed."
-)
 
 
 @cache
@@ -73,7 +68,7 @@ def t_interval(mean: float, sem: float, n: int) -> tuple[float, float] | None:
     if n <= 1:
         return None
     if sem == 0:
-        warnings.warn(SEM_ZERO_WARNING.format(n=n), UserWarning, stacklevel=2)
+        # All n values are equal: the interval is the point itself (scipy would return NaNs here).
         return mean, mean
     df = n - 1
     low = t_quantile(df, (1.0 - CONFIDENCE) / 2) * sem + mean
