@@ -12,7 +12,10 @@ Contract:
   only, each keyed by its own indices, all of one agent (synthetic rows
   ``{_ng_task_index, _ng_rollout_index, agent_ref: {name: agent}}``).
 
-Both raise :class:`~rewardgym.errors.DataError` for bad input (file:line, or ``results[i]`` for rows).
+Both raise :class:`~rewardgym.errors.DataError` for bad input (file:line, or ``results[i]`` for rows) —
+including a measured rollout whose ``reward`` is not a number, unless ``allow_non_numeric_rewards=True``
+(NeMo Gym 0.7.0's behaviour: such a reward is left out of the statistics; ``profile_results`` always
+behaves so, as NeMo Gym's ``/aggregate_metrics`` does).
 """
 
 from __future__ import annotations
@@ -73,12 +76,15 @@ def profile_files(
     allow_partial: bool = False,
     *,
     tuning: Tuning | None = None,
+    allow_non_numeric_rewards: bool = False,
 ) -> ProfileResult:
     """Profile ``rollouts`` against ``inputs`` and write the three output files (see module doc)."""
     started = time.perf_counter()
     tuning = tuning or Tuning()
     inputs_path, rollouts_path = Path(inputs), Path(rollouts)
-    input_columns, result_columns = read_files(inputs_path, rollouts_path, tuning)
+    input_columns, result_columns = read_files(
+        inputs_path, rollouts_path, tuning, allow_non_numeric_rewards=allow_non_numeric_rewards
+    )
     part = prepare_profile(
         input_columns,
         result_columns,
@@ -108,13 +114,17 @@ def _checked(chunk: InputChunk | ResultChunk, what: str) -> None:
 
 
 def profile_rows(
-    rows: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]], allow_partial: bool = False
+    rows: Sequence[dict[str, Any]],
+    results: Sequence[dict[str, Any]],
+    allow_partial: bool = False,
+    *,
+    allow_non_numeric_rewards: bool = False,
 ) -> ProfileResult:
     """Profile in-memory rows and results; nothing is written (see module doc)."""
     started = time.perf_counter()
     input_chunk = inputs_from_rows(rows)
     _checked(input_chunk, "rows")
-    result_chunk = results_from_rows(results)
+    result_chunk = results_from_rows(results, allow_non_numeric_rewards)
     _checked(result_chunk, "results")
     input_columns: InputColumns = merge_inputs([input_chunk])
     result_columns: ResultColumns = merge_results([result_chunk])
@@ -151,4 +161,5 @@ def profile_results(results: Sequence[dict[str, Any]], agent: str = "agent") -> 
                 "agent_ref": {"name": agent},
             }
         )
-    return profile_rows(rows, results)
+    # NeMo Gym's /aggregate_metrics API: its behaviour for a non-numeric reward (left out) is kept.
+    return profile_rows(rows, results, allow_non_numeric_rewards=True)

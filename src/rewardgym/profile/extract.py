@@ -15,6 +15,10 @@ Contract (pure functions of one parsed row; no I/O):
   ``"t:r"``, both indices, ``reward`` as written (any type), the numeric usage fields (unfiltered), then
   the numeric top-level fields other than the indices, ``reward``, ``response`` and ``_``-prefixed names.
   A missing or ``null`` ``response``/``usage`` means "no usage".
+- :func:`reward_problem` says why a row's ``reward`` is not a number (a string — numeric or not —,
+  ``null``, a list or an object); NeMo Gym silently leaves such a reward out of the statistics, the
+  profiler refuses it unless asked to do the same (``--allow-non-numeric-rewards``). A missing ``reward``
+  is not a problem (the row has no reward metric, as in NeMo Gym).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ REWARD = "reward"
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _INFO_SKIP = frozenset((TASK_INDEX, ROLLOUT_INDEX, REWARD, RESPONSE))
+NUMERIC_TYPES = frozenset((int, float, bool))
+"""The JSON value types that are metrics (a boolean counts as 0/1)."""
+_SHOWN_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,30 @@ def extract_result(
         if number is not None:
             info[name] = number
     return names, values, info
+
+
+def reward_problem(row: dict[str, Any]) -> str | None:
+    """Why the row's ``reward`` is not a number (None when it is one, or when the row has none)."""
+    if REWARD not in row:
+        return None
+    value = row[REWARD]
+    if type(value) in NUMERIC_TYPES:
+        return None
+    if value is None:
+        shown = "null"
+    elif isinstance(value, str):
+        text = value if len(value) <= _SHOWN_CHARS else value[:_SHOWN_CHARS] + "…"
+        shown = f"the string {text!r}"
+    elif isinstance(value, list):
+        shown = "a list"
+    elif isinstance(value, dict):
+        shown = "an object"
+    else:
+        shown = f"a {type(value).__name__}"
+    return (
+        f"'reward' must be a number, got {shown} (NeMo Gym leaves such a reward out of the statistics "
+        "without a word: --allow-non-numeric-rewards or ++allow_non_numeric_rewards=true does the same)"
+    )
 
 
 def looks_like_rollout(row: dict[str, Any]) -> bool:

@@ -9,7 +9,8 @@ Contract of :func:`read_files`:
   (never parsed rows) in a private spool folder (memory-backed ``/dev/shm`` when it has room) and goes
   on at once; this process merges the chunks as they arrive, in file order;
 - the first bad line of a file (malformed JSON, blank, not an object, missing or non-integer index, a
-  rollout row in the inputs file) is reported as ``<path>:<line>: …`` whichever process read it — the
+  rollout row in the inputs file, a measured rollout whose ``reward`` is not a number — unless
+  ``allow_non_numeric_rewards``) is reported as ``<path>:<line>: …`` whichever process read it — the
   inputs file first;
 - a non-empty rollouts file none of whose rows has ``response`` or ``reward`` is rejected as a
   materialized-inputs file given as ``--rollouts``.
@@ -17,6 +18,7 @@ Contract of :func:`read_files`:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import multiprocessing
 import os
@@ -87,7 +89,13 @@ def _scan_all(
     result_ranges: list[tuple[int, int]],
     workers: int,
     while_reading: Callable[[], object] | None,
+    allow_non_numeric_rewards: bool,
 ) -> tuple[InputMerger, ResultMerger]:
+    scan_rollouts = (
+        functools.partial(scan_results, allow_non_numeric_rewards=True)
+        if allow_non_numeric_rewards
+        else scan_results
+    )
     input_merger = InputMerger(input_ranges[-1][1])
     result_merger = ResultMerger(result_ranges[-1][1])
     if workers <= 1:
@@ -100,7 +108,7 @@ def _scan_all(
         )
         _check(
             _fold(
-                (scan_results(str(rollouts), a, b) for a, b in result_ranges),
+                (scan_rollouts(str(rollouts), a, b) for a, b in result_ranges),
                 result_ranges,
                 rollouts,
                 result_merger,
@@ -114,7 +122,7 @@ def _scan_all(
     ):
         # Rollout chunks are the expensive ones: queue them first so both cores stay busy to the end.
         result_jobs = [
-            pool.apply_async(_spooled, (scan_results, str(rollouts), a, b, spool)) for a, b in result_ranges
+            pool.apply_async(_spooled, (scan_rollouts, str(rollouts), a, b, spool)) for a, b in result_ranges
         ]
         input_jobs = [
             pool.apply_async(_spooled, (scan_inputs, str(inputs), a, b, spool)) for a, b in input_ranges
@@ -187,8 +195,10 @@ def read_files(
     tuning: Tuning | None = None,
     *,
     while_reading: Callable[[], object] | None = None,
+    allow_non_numeric_rewards: bool = False,
 ) -> tuple[InputColumns, ResultColumns]:
-    """Columns of both files (see module doc); ``while_reading`` runs in this process meanwhile."""
+    """Columns of both files (see module doc); ``while_reading`` runs in this process meanwhile.
+    A measured rollout whose ``reward`` is not a number is a bad line unless ``allow_non_numeric_rewards``."""
     tuning = tuning or Tuning()
     input_size = check_readable(inputs, "--inputs")
     result_size = check_readable(rollouts, "--rollouts")
@@ -204,6 +214,7 @@ def read_files(
         chunk_ranges(result_size, chunk_bytes),
         count,
         while_reading,
+        allow_non_numeric_rewards,
     )
     if result_merger.rows and not result_merger.with_outcome:
         raise DataError(
