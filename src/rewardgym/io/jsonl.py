@@ -2,8 +2,11 @@
 
 Contract:
 - :func:`iter_jsonl` yields ``(line_number, object)`` one line at a time (constant memory). Every fault —
-  malformed JSON, a blank line, bytes that are not UTF-8, a line that is not a JSON object — raises
-  :class:`~rewardgym.errors.DataError` naming ``file:line`` and a short snippet of the line.
+  malformed JSON, a blank line, bytes that are not UTF-8, a line that is not a JSON object, ``NaN`` /
+  ``Infinity`` / a number beyond a double (named as such), nesting deeper than :data:`MAX_DEPTH` (which
+  could be read but not written back) — raises :class:`~rewardgym.errors.DataError` naming ``file:line``
+  and a short snippet of the line. A path that is not a regular file (a pipe, ``/dev/stdin``, a device) is
+  refused by name before it is opened (see :func:`rewardgym.io.inputs.check_input_file`).
 - :class:`JsonlAppender` writes one row per line and flushes after each row, so a crash loses at most the
   row being written. Opening it repairs a torn final line first (see :func:`repair_torn_tail`).
 - :func:`read_jsonl_tolerant` is the resume reader: a final line that has no newline *and* does not parse is
@@ -15,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -27,12 +31,72 @@ import orjson
 from rewardgym.errors import DataError
 
 _SNIPPET_CHARS = 80
+MAX_DEPTH = 254
+"""The deepest nesting orjson writes (it reads up to 1024 levels): a deeper row is refused when read, by
+file:line, rather than failing later when it is written back."""
 
 
 def snippet(line: bytes) -> str:
     """A short, printable excerpt of a raw line for error messages."""
     text = line.decode("utf-8", errors="replace").rstrip("\r\n")
     return text if len(text) <= _SNIPPET_CHARS else text[:_SNIPPET_CHARS] + "…"
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (a scalar: 0, ``[]``: 1)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def nesting_problem(raw: bytes, value: Any) -> str | None:
+    """Why a parsed line cannot be written back (nested deeper than :data:`MAX_DEPTH`), or None. Cheap for
+    ordinary lines: the value is walked only when the line holds more brackets than the limit."""
+    if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:
+        return None
+    depth = nesting_depth(value)
+    if depth <= MAX_DEPTH:
+        return None
+    return f"nested {depth} levels deep; at most {MAX_DEPTH} levels can be written back as JSON"
+
+
+def non_finite_problem(body: bytes) -> str | None:
+    """When the only fault of a line that orjson refused is ``NaN``, ``Infinity`` or a number too large
+    for a double, say so (Python's lenient ``json`` module reads those); None otherwise."""
+    import json  # only on this error path: the readers' start-up stays light
+
+    found: list[str] = []
+
+    def constant(name: str) -> float:
+        found.append(name)
+        return 0.0
+
+    def number(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            found.append(text)
+        return value
+
+    try:
+        json.loads(body, parse_constant=constant, parse_float=number)
+    except (ValueError, RecursionError):
+        return None
+    if not found:
+        return None
+    token = found[0]
+    if token in ("NaN", "Infinity", "-Infinity"):
+        return f"{token} is not valid JSON (numbers must be finite; write null or a number)"
+    return f"the number {token} is too large for a double (it would be Infinity, which is not valid JSON)"
 
 
 def parse_line(raw: bytes, path: str | os.PathLike[str], line_number: int) -> dict[str, Any]:
@@ -48,10 +112,16 @@ def parse_line(raw: bytes, path: str | os.PathLike[str], line_number: int) -> di
             body.decode("utf-8")
         except UnicodeDecodeError:
             raise DataError(f"{where}: line is not valid UTF-8: {snippet(body)!r}") from None
+        non_finite = non_finite_problem(body)
+        if non_finite is not None:
+            raise DataError(f"{where}: {non_finite}: {snippet(body)!r}") from None
         raise DataError(f"{where}: malformed JSON ({exc.msg}): {snippet(body)!r}") from None
     if not isinstance(value, dict):
         kind = type(value).__name__ if value is not None else "null"
         raise DataError(f"{where}: expected a JSON object, got {kind}: {snippet(body)!r}")
+    too_deep = nesting_problem(body, value)
+    if too_deep is not None:
+        raise DataError(f"{where}: {too_deep}")
     return value
 
 

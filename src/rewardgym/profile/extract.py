@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rewardgym.io.jsonl import MAX_DEPTH, nesting_depth
+
 # The data-contract key names, as in ``rewardgym.protocol.keys`` (a test checks they agree). They are
 # spelled here because importing ``rewardgym.protocol`` loads every pydantic model (~0.4 s of start-up that
 # the profiler, which reads plain JSON, does not need).
@@ -172,6 +174,15 @@ def reward_problem(row: dict[str, Any]) -> str | None:
         f"'reward' must be a number, got {shown} (NeMo Gym leaves such a reward out of the statistics "
         "without a word: --allow-non-numeric-rewards or ++allow_non_numeric_rewards=true does the same)"
     )
+
+
+def deep_reward(row: dict[str, Any]) -> str | None:
+    """Why a non-numeric ``reward`` (kept as written in ``rollout_infos``) cannot be written back: nested
+    deeper than orjson writes. Checked per row: such layouts have no compiled fast path."""
+    value = row.get(REWARD)
+    if not isinstance(value, list | dict) or nesting_depth(value) < MAX_DEPTH:
+        return None
+    return f"'reward' is nested more than {MAX_DEPTH - 1} levels deep, too deep to be written back as JSON"
 
 
 def looks_like_rollout(row: dict[str, Any]) -> bool:

@@ -2,7 +2,8 @@
 
 Contract: per row, its key, byte offset and length, agent name and run key (indexes into ``names``).
 A row whose JSON is malformed, is not an object, lacks an integer key, or carries a rollout's
-``response``/``reward`` (a rollouts file given as inputs) stops the chunk with a
+``response``/``reward`` (a rollouts file given as inputs), or that nests deeper than orjson can write
+(its ``sample`` is written back) stops the chunk with a
 :class:`~rewardgym.profile.chunks.LineError`.
 
 ``sample_length`` says how many leading bytes of a row's line, followed by ``}``, are exactly orjson's
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from rewardgym.io.jsonl import nesting_problem
 from rewardgym.profile.chunks import InputChunk, LineError, first_line_start, gc_paused
 from rewardgym.profile.extract import (
     ROLLOUT_INDEX,
@@ -204,6 +206,9 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
                 row = loads(line)
             except orjson.JSONDecodeError:
                 return inputs.build(LineError(inputs.lines, line))
+            too_deep = nesting_problem(line, row)  # its ``sample`` is written back: orjson must be able to
+            if too_deep is not None:
+                return inputs.build(LineError(inputs.lines, line, too_deep))
             sample = -1
             found = line.rfind(_ROLLOUT_KEY)
             if found > 0 and type(row) is dict and _tail_value(line, found) == row.get(ROLLOUT_INDEX):

@@ -34,6 +34,7 @@ from rewardgym.profile.extract import (
     ROLLOUT_INDEX,
     TASK_INDEX,
     KeyProblem,
+    deep_reward,
     is_masked,
     reward_problem,
     row_key,
@@ -157,9 +158,11 @@ def scan_results(path: str, start: int, end: int, allow_non_numeric_rewards: boo
                     shapes_append(-1)
                     continue
                 # Not the previous row's layout: find (or make) the plan of this one.
-                if check_reward and REWARD in row and type(row[REWARD]) not in NUMERIC_TYPES:
-                    error = LineError(count, line, reward_problem(row))
-                    break
+                if REWARD in row and type(row[REWARD]) not in NUMERIC_TYPES:
+                    problem = reward_problem(row) if check_reward else deep_reward(row)
+                    if problem is not None:
+                        error = LineError(count, line, problem)
+                        break
                 response = row.get("response")
                 usage = response.get("usage") if type(response) is dict else None
                 # One flat tuple (keys, their value types, usage keys, their types) is cheaper to build and
@@ -215,7 +218,7 @@ def results_from_rows(rows: Iterable[Any], allow_non_numeric_rewards: bool = Fal
         if is_masked(row):
             out.shapes.append(-1)
             continue
-        problem = None if allow_non_numeric_rewards else reward_problem(row)
+        problem = deep_reward(row) if allow_non_numeric_rewards else reward_problem(row)
         if problem is not None:
             error = LineError(count, b"", problem)
             break
