@@ -36,6 +36,7 @@ from rewardgym.collect.runner import CollectSettings, format_summary, run_collec
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
+from rewardgym.io.inputs import refuse_special_input
 
 _FLAGS = [
     *CONFIG_OPTION_NAMES,
@@ -173,6 +174,8 @@ def run(
     overrides = split_overrides(ctx.args, _FLAGS)
     if input_path is None and not resume:
         raise UsageError("--input is required (or --resume to continue an earlier run)")
+    if input_path is not None:
+        refuse_special_input(input_path, "--input")  # before any server is started or asked
     if no_serve:
         cfg = load_config(config or [], overrides, search_dirs=search_dir or [], require_complete=False)
     else:

@@ -8,11 +8,15 @@ Contract:
   and a short snippet of the line. A path that is not a regular file (a pipe, ``/dev/stdin``, a device) is
   refused by name before it is opened (see :func:`rewardgym.io.inputs.check_input_file`).
 - :class:`JsonlAppender` writes one row per line and flushes after each row, so a crash loses at most the
-  row being written. Opening it repairs a torn final line first (see :func:`repair_torn_tail`).
+  row being written. Opening it repairs a torn final line first (see :func:`repair_torn_tail`). A write
+  that fails (a full disk, an I/O error) cuts the file back to its last whole row and raises
+  :class:`~rewardgym.io.oserrors.FileAccessError` naming the file, for this row and every later one.
 - :func:`read_jsonl_tolerant` is the resume reader: a final line that has no newline *and* does not parse is
   a torn write; it is reported and treated as absent. Any other bad line is still an error.
 - :func:`atomic_write_bytes` / :func:`atomic_writer` write a temp file in the target's folder and rename it
-  over the target: readers see the old file or the whole new one, never half of it.
+  over the target: readers see the old file or the whole new one, never half of it. An operating-system
+  error while writing (``ENOSPC``, ``EROFS``, ``EIO``) removes the temp file and is reported under the
+  target's name (:func:`rewardgym.io.oserrors.output_error`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from typing import IO, Any
 import orjson
 
 from rewardgym.errors import DataError
+from rewardgym.io.inputs import refuse_special_input
+from rewardgym.io.oserrors import output_error, writing
 
 _SNIPPET_CHARS = 80
 MAX_DEPTH = 254
@@ -126,6 +132,7 @@ def parse_line(raw: bytes, path: str | os.PathLike[str], line_number: int) -> di
 
 
 def _open_for_read(path: str | os.PathLike[str], what: str) -> IO[bytes]:
+    refuse_special_input(path, what)
     try:
         return open(path, "rb")
     except FileNotFoundError:
@@ -234,20 +241,45 @@ class JsonlAppender:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired = repair_torn_tail(self.path)
-        self._handle: IO[bytes] | None = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        with writing(self.path):
+            self._handle: IO[bytes] | None = open(self.path, "ab")  # noqa: SIM115 - closed in close()
         self.rows_written = 0
+        self._size = self._handle.tell()
+        self._failed: BaseException | None = None
 
     def write(self, row: Any) -> None:
+        if self._failed is not None:
+            raise self._failed  # every later row gets the first error (a full disk, not "closed")
         if self._handle is None:
             raise ValueError(f"appender for {self.path} is closed")
-        self._handle.write(orjson.dumps(row) + b"\n")
-        self._handle.flush()
+        line = orjson.dumps(row) + b"\n"
+        try:
+            self._handle.write(line)
+            self._handle.flush()
+        except OSError as exc:
+            self._failed = output_error(exc, self.path)
+            self._abandon()
+            raise self._failed from None
+        self._size += len(line)
         self.rows_written += 1
+
+    def _abandon(self) -> None:
+        """After a failed write: drop the handle (its buffer holds part of the row) and cut the file back to
+        its last whole row, so the rows written before stay and no torn line is left (where possible)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+        with contextlib.suppress(OSError):
+            os.truncate(self.path, self._size)
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            try:
+                with writing(self.path):
+                    self._handle.close()
+            finally:
+                self._handle = None
 
     def __enter__(self) -> JsonlAppender:
         return self
@@ -267,12 +299,21 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
         raise DataError(f"output folder does not exist or is not a folder: '{folder}'") from None
     except PermissionError:
         raise DataError(f"output folder is not writable: '{folder}'") from None
+    except OSError as exc:  # a read-only or full file system: named after the output, not the temp file
+        raise output_error(exc, target) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp_name, target)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        error = output_error(exc, target)
+        if error is exc:
+            raise
+        raise error from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)

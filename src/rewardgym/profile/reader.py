@@ -2,8 +2,9 @@
 
 Contract of :func:`read_files`:
 
-- a missing, non-regular or unreadable file is a :class:`~rewardgym.errors.DataError` naming the file
-  and its option (``--inputs`` / ``--rollouts``);
+- a missing, non-regular (a pipe, ``/dev/stdin``, a device: see :mod:`rewardgym.io.inputs`) or
+  unreadable file is a :class:`~rewardgym.errors.DataError` naming the file and its option (``--inputs`` /
+  ``--rollouts``);
 - files larger than ``Tuning.parallel_from`` bytes in total are split into chunks read by forked worker
   processes; smaller ones are read in this process. A worker leaves each chunk's compact numpy columns
   (never parsed rows) in a private spool folder (memory-backed ``/dev/shm`` when it has room) and goes
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rewardgym.errors import DataError
+from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
 from rewardgym.profile.chunks import InputChunk, LineError, ResultChunk
 from rewardgym.profile.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
@@ -46,6 +48,7 @@ _SPOOL_ROOM = 1 << 30
 
 def check_readable(path: Path, option: str) -> int:
     """The file's size, or a :class:`DataError` saying why it cannot be read."""
+    refuse_special_input(path, option)
     try:
         info = path.stat()
     except FileNotFoundError:
