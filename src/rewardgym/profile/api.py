@@ -2,7 +2,8 @@
 
 Contract:
 
-- :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files, writes the three
+- :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files (a metric value
+  beyond ±1e100 is an error, see :mod:`.magnitude`), writes the three
   output files next to ``rollouts`` (temp file + rename each; nothing is written when any check fails)
   and returns a :class:`ProfileResult`. Per-task rows are streamed to disk, not kept in the result.
 - :func:`profile_rows(rows, results, allow_partial=False)` runs the same profiler on lists of dicts
@@ -35,6 +36,7 @@ from rewardgym.profile.chunks import InputChunk, ResultChunk
 from rewardgym.profile.columns import InputColumns, ResultColumns, merge_inputs, merge_results
 from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX
 from rewardgym.profile.lines import RowSamples, task_block
+from rewardgym.profile.magnitude import check_magnitudes
 from rewardgym.profile.output import OutputPaths, output_paths, write_outputs
 from rewardgym.profile.profiler import Profile, build_profile, prepare_profile
 from rewardgym.profile.reader import read_files
@@ -85,6 +87,7 @@ def profile_files(
     input_columns, result_columns = read_files(
         inputs_path, rollouts_path, tuning, allow_non_numeric_rewards=allow_non_numeric_rewards
     )
+    check_magnitudes(result_columns, str(rollouts_path))
     part = prepare_profile(
         input_columns,
         result_columns,
