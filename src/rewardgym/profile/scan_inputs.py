@@ -206,15 +206,20 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
                 row = loads(line)
             except orjson.JSONDecodeError:
                 return inputs.build(LineError(inputs.lines, line))
-            too_deep = nesting_problem(line, row)  # its ``sample`` is written back: orjson must be able to
-            if too_deep is not None:
-                return inputs.build(LineError(inputs.lines, line, too_deep))
             sample = -1
             found = line.rfind(_ROLLOUT_KEY)
             if found > 0 and type(row) is dict and _tail_value(line, found) == row.get(ROLLOUT_INDEX):
                 cut, digits_at = found, found + len(_ROLLOUT_KEY)
                 head = line[:digits_at]
-                sample = _sample_length(row, line, found)
+                try:
+                    sample = _sample_length(row, line, found)
+                except orjson.JSONEncodeError:  # nested deeper than orjson writes: reported just below
+                    sample = -2
+            # The row's ``sample`` is written back, so orjson must be able to write it: a row whose line is
+            # its own serialization was just written by orjson; any other is checked here.
+            too_deep = nesting_problem(line, row) if sample < 0 and type(row) is dict else None
+            if too_deep is not None:
+                return inputs.build(LineError(inputs.lines, line, too_deep))
             problem = inputs.add(row, line, size, sample)
             if problem is not None:
                 return inputs.build(problem)
