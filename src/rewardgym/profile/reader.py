@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from rewardgym.errors import DataError
 from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
+from rewardgym.io.oserrors import writing
 from rewardgym.profile.chunks import InputChunk, LineError, ResultChunk
 from rewardgym.profile.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
 from rewardgym.profile.scan_inputs import scan_inputs
@@ -159,7 +160,7 @@ def _spooled(scan: Callable[[str, int, int], _Chunk], path: str, start: int, end
     has read all of it; a file lets the worker go on with its next chunk at once."""
     chunk = scan(path, start, end)
     descriptor, name = tempfile.mkstemp(suffix=".chunk", dir=spool)
-    with os.fdopen(descriptor, "wb") as handle:
+    with writing(name), os.fdopen(descriptor, "wb") as handle:  # a full spool is named, not a bare errno
         pickle.dump(chunk, handle, protocol=pickle.HIGHEST_PROTOCOL)
     return name
 
