@@ -241,3 +241,24 @@ def test_profile_and_run_on_a_read_only_file_system(
         assert check_files(before, folder) == []
     finally:
         subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_fresh_run_on_a_full_disk_keeps_the_earlier_run(
+    previous_run: Path, tiny_disk: Path, bad_input_stack: Stack
+) -> None:
+    shutil.copytree(previous_run, tiny_disk, dirs_exist_ok=True)
+    (tiny_disk / "in.jsonl").write_bytes((tiny_disk / "in.jsonl").read_bytes() * 20)  # more rows than room
+    _fill(tiny_disk)
+    before = snapshot(tiny_disk)
+    done = gym(
+        ["eval", "run", "--no-serve", "--head-url", bad_input_stack.head_url, "--input", "in.jsonl",
+         "--agent", AGENT, "-o", "out/rollouts.jsonl"],
+        tiny_disk,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1, done.stderr
+    assert errors[0].startswith("Error: cannot write 'out/"), done.stderr
+    assert errors[0].endswith("': No space left on device"), done.stderr
+    assert check_files(before, tiny_disk) == []  # the earlier run's files all kept, no temp file left
