@@ -165,9 +165,21 @@ def test_the_file_reader_extracts_what_the_definition_says(rows: list[dict[str, 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "r.jsonl"
         path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-        from_file = scan_results(str(path), 0, path.stat().st_size)
+        from_file = scan_results(str(path), 0, path.stat().st_size, allow_non_numeric_rewards=True)
+        strict_file = scan_results(str(path), 0, path.stat().st_size)
     parsed = [orjson.loads(orjson.dumps(r)) for r in rows]  # the rows exactly as a file gives them
-    in_memory = results_from_rows(parsed)
+    in_memory = results_from_rows(parsed, allow_non_numeric_rewards=True)
+    # By default the first measured row whose reward is not a number stops the chunk, on the fast path too.
+    bad = [n for n, r in enumerate(parsed, 1) if not extract.is_masked(r) and extract.reward_problem(r)]
+    for strict in (strict_file, results_from_rows(parsed)):
+        if bad:
+            assert strict.error is not None
+            assert (strict.error.line, strict.error.message) == (
+                bad[0],
+                extract.reward_problem(parsed[bad[0] - 1]),
+            )
+        else:
+            assert strict.error is None
     for chunk in (from_file, in_memory):
         assert chunk.error is None
         value_at = 0

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from rewardgym.profile import profile_files, profile_rows
 from tests.conftest import NG_OUTPUTS

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from rewardgym.io.oserrors import FileAccessError
 from rewardgym.io.outputs import atomic_writer
 from rewardgym.profile.writer import MAX_PIECES, PieceWriteError, write_pieces
 
@@ -90,9 +91,11 @@ def _parent_no_space(k: int) -> bytes:
 
 
 def test_an_os_error_keeps_its_errno_in_this_process(tmp_path: Path) -> None:
-    with pytest.raises(OSError) as caught, atomic_writer(tmp_path / "out.jsonl") as handle:
+    # atomic_writer reports it under the output's name (see rewardgym.io.oserrors), errno kept.
+    with pytest.raises(FileAccessError) as caught, atomic_writer(tmp_path / "out.jsonl") as handle:
         write_pieces(handle, 8, _parent_no_space, 1, _nothing)
     assert caught.value.errno == errno.ENOSPC
+    assert str(caught.value) == f"cannot write '{tmp_path / 'out.jsonl'}': No space left on device"
     assert list(tmp_path.iterdir()) == []
 
 
@@ -101,7 +104,7 @@ def test_an_os_error_keeps_its_errno_from_a_child(tmp_path: Path) -> None:
     fails.marker.parent.mkdir()
     out = tmp_path / "out"
     out.mkdir()
-    with pytest.raises(OSError) as caught, atomic_writer(out / "out.jsonl") as handle:
+    with pytest.raises(FileAccessError) as caught, atomic_writer(out / "out.jsonl") as handle:
         write_pieces(handle, 8, fails.produce, 3, fails.meanwhile)
     assert caught.value.errno == errno.ENOSPC
     assert "No space left on device" in str(caught.value)

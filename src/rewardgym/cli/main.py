@@ -8,7 +8,9 @@ fork server (:func:`rewardgym.servers.forking.prestart`), which imports the serv
 loads its config.
 Errors a user can cause are
 :class:`~rewardgym.errors.RewardGymError`: printed as one ``Error: …`` line on stderr with exit code 2 (usage)
-or 1 (runtime). Tracebacks are shown only with ``--debug`` (or ``REWARDGYM_DEBUG=1``).
+or 1 (runtime). An :class:`OSError` that reaches this level (a full disk, a read-only file system…) is one
+``Error: cannot write '<path>': <reason>`` line with exit code 1. Tracebacks are shown only with
+``--debug`` (or ``REWARDGYM_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -185,6 +187,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         return 130
+    except OSError as exc:
+        # A full disk, a read-only file system, an I/O error… on a path no layer below turned into a
+        # RewardGymError: still one line naming the file, not a traceback.
+        from rewardgym.io.oserrors import os_error_message
+
+        if debug:
+            traceback.print_exc()
+        return _report(os_error_message(exc), 1)
     return code if isinstance(code, int) else 0
 
 

@@ -1,10 +1,12 @@
 """``gym eval profile``: reward profiles of a rollout collection (NeMo Gym 0.7.0-compatible outputs).
 
 ``gym eval profile --inputs X_materialized_inputs.jsonl --rollouts X.jsonl [--allow-partial-rollouts]
-[++allow_partial_rollouts=True]`` writes ``X_reward_profiling.jsonl``, ``X_agent_metrics.json`` and
-``X_repeat_level_metrics.json`` next to the rollouts, prints NeMo Gym's summary lines, then a table of
-tasks by pass-rate band, the mean reward with its 95 % interval and the wall time. Bad input exits 1
-with one ``Error: …`` line; a bad flag or override exits 2.
+[--allow-non-numeric-rewards] [++allow_partial_rollouts=True] [++allow_non_numeric_rewards=True]``
+writes ``X_reward_profiling.jsonl``, ``X_agent_metrics.json`` and ``X_repeat_level_metrics.json`` next
+to the rollouts, prints NeMo Gym's summary lines, then a table of tasks by pass-rate band, the mean
+reward with its 95 % interval and the wall time. Bad input exits 1 with one ``Error: …`` line (a
+measured rollout whose ``reward`` is not a number included, unless ``--allow-non-numeric-rewards``:
+NeMo Gym's silent behaviour); a bad flag or override exits 2.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from rewardgym.cli.overrides import split_overrides
 from rewardgym.errors import UsageError
 from rewardgym.profile import BAND_LABELS, ProfileResult, profile_files, summary_lines
 
-_OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts")
-_OVERRIDE_KEYS = ("allow_partial_rollouts",)
+_OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts", "--allow-non-numeric-rewards")
+_OVERRIDE_KEYS = ("allow_partial_rollouts", "allow_non_numeric_rewards")
 _TRUE = frozenset(("true", "1", "yes"))
 _FALSE = frozenset(("false", "0", "no"))
 
@@ -41,7 +43,12 @@ def parse_bool(text: str, key: str) -> bool:
 
 def partial_from_overrides(tokens: list[str]) -> bool | None:
     """The value of ``++allow_partial_rollouts=…`` among the override tokens (None when absent)."""
-    value: bool | None = None
+    return overrides_of(tokens).get("allow_partial_rollouts")
+
+
+def overrides_of(tokens: list[str]) -> dict[str, bool]:
+    """The ``++key=true|false`` overrides among the tokens, by key (the last one of a key wins)."""
+    values: dict[str, bool] = {}
     for token in tokens:
         body = token.lstrip("+")
         key, sep, text = body.partition("=")
@@ -50,10 +57,18 @@ def partial_from_overrides(tokens: list[str]) -> bool | None:
         if key not in _OVERRIDE_KEYS:
             raise UsageError(
                 f"unknown override {token!r}: 'gym eval profile' accepts only "
-                "++allow_partial_rollouts=true|false"
+                "++allow_partial_rollouts=true|false and ++allow_non_numeric_rewards=true|false"
             )
-        value = parse_bool(text, key)
-    return value
+        values[key] = parse_bool(text, key)
+    return values
+
+
+def _flag(option: bool, overrides: dict[str, bool], key: str, name: str) -> bool:
+    """A switch given as ``--name`` and/or ``++key=…`` (the override decides; a contradiction is an error)."""
+    override = overrides.get(key)
+    if override is not None and option and not override:
+        raise UsageError(f"{name} contradicts ++{key}=false")
+    return option if override is None else override
 
 
 def _print_summary(result: ProfileResult, seconds: float) -> None:
@@ -107,13 +122,27 @@ def profile_command(
             "(same as ++allow_partial_rollouts=True).",
         ),
     ] = False,
+    allow_non_numeric_rewards: Annotated[
+        bool,
+        typer.Option(
+            "--allow-non-numeric-rewards",
+            help="Do as NeMo Gym 0.7.0: leave a reward that is not a number (a string, null, a list, an "
+            "object) out of the statistics without a word, instead of failing on its line "
+            "(same as ++allow_non_numeric_rewards=True).",
+        ),
+    ] = False,
 ) -> None:
     started = time.perf_counter()
-    override = partial_from_overrides(split_overrides(ctx.args, _OPTIONS))
-    if override is not None and allow_partial_rollouts and not override:
-        raise UsageError("--allow-partial-rollouts contradicts ++allow_partial_rollouts=false")
-    allow_partial = allow_partial_rollouts if override is None else override
-    result = profile_files(Path(inputs), Path(rollouts), allow_partial=allow_partial)
+    overrides = overrides_of(split_overrides(ctx.args, _OPTIONS))
+    allow_partial = _flag(
+        allow_partial_rollouts, overrides, "allow_partial_rollouts", "--allow-partial-rollouts"
+    )
+    lenient = _flag(
+        allow_non_numeric_rewards, overrides, "allow_non_numeric_rewards", "--allow-non-numeric-rewards"
+    )
+    result = profile_files(
+        Path(inputs), Path(rollouts), allow_partial=allow_partial, allow_non_numeric_rewards=lenient
+    )
     assert result.paths is not None
     for line in summary_lines(result.completion, result.masked_rollouts, result.paths):
         typer.echo(line)

@@ -46,6 +46,7 @@ from rewardgym.collect.runner import (
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
+from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, load_bounded_file
 
 _FLAGS = [
@@ -220,6 +221,8 @@ def run(
     overrides = split_overrides(ctx.args, _FLAGS)
     if input_path is None and not resume:
         raise UsageError("--input is required (or --resume to continue an earlier run)")
+    if input_path is not None:
+        refuse_special_input(input_path, "--input")  # before any server is started or asked
     if input_path is not None and not resume and not input_path.is_file():
         # Checked before any server starts (a serving run would otherwise boot the model first).
         if input_path.is_dir():

@@ -3,7 +3,8 @@
 Each rollout is sent stripped of its bulky parts (``response`` except ``response.usage``,
 ``responses_create_params``, trajectories), grouped by ``agent_ref.name``. The answers are written to
 ``<stem>_aggregate_metrics.json`` as a list of ``{agent_ref, agent_metrics, key_metrics,
-group_level_metrics}`` (NeMo Gym's shape, indented).
+group_level_metrics}`` (NeMo Gym's shape, indented). A stored ``reward`` that is not a number is a
+:class:`~rewardgym.errors.DataError` naming ``file:line`` (the agents would refuse the whole request).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from rewardgym.errors import ServerError
+from rewardgym.errors import DataError, ServerError
 from rewardgym.io.jsonl import read_jsonl_tolerant
 from rewardgym.io.outputs import atomic_write_bytes
 from rewardgym.protocol import keys
@@ -40,12 +41,25 @@ def strip_for_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
     return slim
 
 
+def _check_reward(row: Mapping[str, Any], where: str) -> None:
+    """A stored reward must be a number: ``/aggregate_metrics`` (ours and NeMo Gym's) refuses anything
+    else with HTTP 422 and the request's index, so the file and line are named here instead."""
+    if keys.REWARD not in row:
+        return
+    reward = row[keys.REWARD]
+    if type(reward) in (int, float, bool):
+        return
+    shown = "null" if reward is None else f"{type(reward).__name__} {orjson.dumps(reward).decode()[:40]}"
+    raise DataError(f"{where}: 'reward' must be a number, got {shown}")
+
+
 def group_by_agent(paths: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
     """Persisted rollouts of all ``paths``, stripped and sorted by key, grouped per agent name."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for path in paths:
         rows, _ = read_jsonl_tolerant(path, what="Rollouts file")
-        for row in rows:
+        for number, row in enumerate(rows, start=1):  # every line is a row (a bad line is an error)
+            _check_reward(row, f"{path}:{number}")
             ref = row.get(keys.AGENT_REF)
             name = ref.get("name") if isinstance(ref, Mapping) else None
             if isinstance(name, str):

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from rewardgym.errors import DataError, UsageError
+from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
 from rewardgym.protocol import keys
 
@@ -124,6 +125,7 @@ def iter_materialized(path: str | os.PathLike[str], options: MaterializeOptions)
     next_rollout: dict[int, int] = {}
     rows_without_agent: list[int] = []
     agents_without_repeats: dict[str, int] = {}
+    refuse_special_input(path, "--input")
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:

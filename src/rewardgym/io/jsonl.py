@@ -2,18 +2,27 @@
 
 Contract:
 - :func:`iter_jsonl` yields ``(line_number, object)`` one line at a time (constant memory). Every fault —
-  malformed JSON, a blank line, bytes that are not UTF-8, a line that is not a JSON object — raises
-  :class:`~rewardgym.errors.DataError` naming ``file:line`` and a short snippet of the line.
+  malformed JSON, a blank line, bytes that are not UTF-8, a line that is not a JSON object, ``NaN`` /
+  ``Infinity`` / a number beyond a double (named as such), nesting deeper than :data:`MAX_DEPTH` (which
+  could be read but not written back) — raises :class:`~rewardgym.errors.DataError` naming ``file:line``
+  and a short snippet of the line. A path that is not a regular file (a pipe, ``/dev/stdin``, a device) is
+  refused by name before it is opened (see :func:`rewardgym.io.inputs.check_input_file`).
 - :class:`JsonlAppender` writes one row per line and flushes after each row, so a crash loses at most the
-  row being written. Opening it repairs a torn final line first (see :func:`repair_torn_tail`).
+  row being written. Opening it repairs a torn final line first (see :func:`repair_torn_tail`). A write
+  that fails (a full disk, an I/O error) cuts the file back to its last whole row and raises
+  :class:`~rewardgym.io.oserrors.FileAccessError` naming the file, for this row and every later one.
 - :func:`read_jsonl_tolerant` is the resume reader: a final line that has no newline *and* does not parse is
   a torn write; it is reported and treated as absent. Any other bad line is still an error.
 - :func:`atomic_write_bytes` / :func:`atomic_writer` (from :mod:`rewardgym.io.outputs`) write a temp file
-  in the target's folder and rename it over the target: readers see the old file or the whole new one.
+  in the target's folder and rename it over the target: readers see the old file or the whole new one. An
+  operating-system error while writing (``ENOSPC``, ``EROFS``, ``EIO``) removes the temp file and is reported
+  under the target's name (:func:`rewardgym.io.oserrors.output_error`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -23,15 +32,77 @@ from typing import IO, Any
 import orjson
 
 from rewardgym.errors import DataError
+from rewardgym.io.inputs import refuse_special_input
+from rewardgym.io.oserrors import output_error, writing
 from rewardgym.io.outputs import atomic_writer, check_writable_target
 
 _SNIPPET_CHARS = 80
+MAX_DEPTH = 254
+"""The deepest nesting orjson writes (it reads up to 1024 levels): a deeper row is refused when read, by
+file:line, rather than failing later when it is written back."""
 
 
 def snippet(line: bytes) -> str:
     """A short, printable excerpt of a raw line for error messages."""
     text = line.decode("utf-8", errors="replace").rstrip("\r\n")
     return text if len(text) <= _SNIPPET_CHARS else text[:_SNIPPET_CHARS] + "…"
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (a scalar: 0, ``[]``: 1)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def nesting_problem(raw: bytes, value: Any) -> str | None:
+    """Why a parsed line cannot be written back (nested deeper than :data:`MAX_DEPTH`), or None. Cheap for
+    ordinary lines: the value is walked only when the line holds more brackets than the limit."""
+    if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH:
+        return None
+    depth = nesting_depth(value)
+    if depth <= MAX_DEPTH:
+        return None
+    return f"nested {depth} levels deep; at most {MAX_DEPTH} levels can be written back as JSON"
+
+
+def non_finite_problem(body: bytes) -> str | None:
+    """When the only fault of a line that orjson refused is ``NaN``, ``Infinity`` or a number too large
+    for a double, say so (Python's lenient ``json`` module reads those); None otherwise."""
+    import json  # only on this error path: the readers' start-up stays light
+
+    found: list[str] = []
+
+    def constant(name: str) -> float:
+        found.append(name)
+        return 0.0
+
+    def number(text: str) -> float:
+        value = float(text)
+        if math.isinf(value):
+            found.append(text)
+        return value
+
+    try:
+        json.loads(body, parse_constant=constant, parse_float=number)
+    except (ValueError, RecursionError):
+        return None
+    if not found:
+        return None
+    token = found[0]
+    if token in ("NaN", "Infinity", "-Infinity"):
+        return f"{token} is not valid JSON (numbers must be finite; write null or a number)"
+    return f"the number {token} is too large for a double (it would be Infinity, which is not valid JSON)"
 
 
 def parse_line(raw: bytes, path: str | os.PathLike[str], line_number: int) -> dict[str, Any]:
@@ -47,14 +118,21 @@ def parse_line(raw: bytes, path: str | os.PathLike[str], line_number: int) -> di
             body.decode("utf-8")
         except UnicodeDecodeError:
             raise DataError(f"{where}: line is not valid UTF-8: {snippet(body)!r}") from None
+        non_finite = non_finite_problem(body)
+        if non_finite is not None:
+            raise DataError(f"{where}: {non_finite}: {snippet(body)!r}") from None
         raise DataError(f"{where}: malformed JSON ({exc.msg}): {snippet(body)!r}") from None
     if not isinstance(value, dict):
         kind = type(value).__name__ if value is not None else "null"
         raise DataError(f"{where}: expected a JSON object, got {kind}: {snippet(body)!r}")
+    too_deep = nesting_problem(body, value)
+    if too_deep is not None:
+        raise DataError(f"{where}: {too_deep}")
     return value
 
 
 def _open_for_read(path: str | os.PathLike[str], what: str) -> IO[bytes]:
+    refuse_special_input(path, what)
     try:
         return open(path, "rb")
     except FileNotFoundError:
@@ -164,20 +242,45 @@ class JsonlAppender:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         check_writable_target(self.path)  # never append to a device, FIFO or link
         self.repaired = repair_torn_tail(self.path)
-        self._handle: IO[bytes] | None = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        with writing(self.path):
+            self._handle: IO[bytes] | None = open(self.path, "ab")  # noqa: SIM115 - closed in close()
         self.rows_written = 0
+        self._size = self._handle.tell()
+        self._failed: BaseException | None = None
 
     def write(self, row: Any) -> None:
+        if self._failed is not None:
+            raise self._failed  # every later row gets the first error (a full disk, not "closed")
         if self._handle is None:
             raise ValueError(f"appender for {self.path} is closed")
-        self._handle.write(orjson.dumps(row) + b"\n")
-        self._handle.flush()
+        line = orjson.dumps(row) + b"\n"
+        try:
+            self._handle.write(line)
+            self._handle.flush()
+        except OSError as exc:
+            self._failed = output_error(exc, self.path)
+            self._abandon()
+            raise self._failed from None
+        self._size += len(line)
         self.rows_written += 1
+
+    def _abandon(self) -> None:
+        """After a failed write: drop the handle (its buffer holds part of the row) and cut the file back to
+        its last whole row, so the rows written before stay and no torn line is left (where possible)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
+        with contextlib.suppress(OSError):
+            os.truncate(self.path, self._size)
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            try:
+                with writing(self.path):
+                    self._handle.close()
+            finally:
+                self._handle = None
 
     def __enter__(self) -> JsonlAppender:
         return self

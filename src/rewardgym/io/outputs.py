@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from rewardgym.errors import DataError, UsageError
+from rewardgym.io.oserrors import output_error
 
 MARKER = ".rgtmp-"
 """Every temp file or spool we create has this in its name (see the module docstring)."""
@@ -192,6 +193,8 @@ def create_temp_file(target: Path) -> tuple[int, Path]:
         raise DataError(f"output folder does not exist or is not a folder: '{folder}'") from None
     except PermissionError:
         raise DataError(f"output folder is not writable: '{folder}'") from None
+    except OSError as exc:  # a read-only or full file system: named after the output, not the temp file
+        raise output_error(exc, target) from None
     return fd, path
 
 
@@ -208,6 +211,13 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
             os.fsync(handle.fileno())
         check_writable_target(target)  # still nothing else in the way: rename replaces only a file
         os.replace(temp, target)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        error = output_error(exc, target)
+        if error is exc:
+            raise
+        raise error from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)

@@ -2,7 +2,8 @@
 
 Contract:
 
-- :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files, writes the three
+- :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files (a metric value
+  beyond ±1e100 is an error, see :mod:`.magnitude`), writes the three
   output files next to ``rollouts`` (temp file + rename each; nothing is written when any check fails)
   and returns a :class:`ProfileResult`. Per-task rows are streamed to disk, not kept in the result.
   Before reading, an output that is one of the two inputs (path, symbolic or hard link) or exists as
@@ -16,7 +17,10 @@ Contract:
   only, each keyed by its own indices, all of one agent (synthetic rows
   ``{_ng_task_index, _ng_rollout_index, agent_ref: {name: agent}}``).
 
-Both raise :class:`~rewardgym.errors.DataError` for bad input (file:line, or ``results[i]`` for rows).
+Both raise :class:`~rewardgym.errors.DataError` for bad input (file:line, or ``results[i]`` for rows) —
+including a measured rollout whose ``reward`` is not a number, unless ``allow_non_numeric_rewards=True``
+(NeMo Gym 0.7.0's behaviour: such a reward is left out of the statistics; ``profile_results`` always
+behaves so, as NeMo Gym's ``/aggregate_metrics`` does).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from rewardgym.profile.chunks import InputChunk, ResultChunk
 from rewardgym.profile.columns import InputColumns, ResultColumns, merge_inputs, merge_results
 from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX
 from rewardgym.profile.lines import RowSamples, task_block
+from rewardgym.profile.magnitude import check_magnitudes
 from rewardgym.profile.output import OutputPaths, output_paths, write_outputs
 from rewardgym.profile.profiler import Profile, build_profile, prepare_profile
 from rewardgym.profile.reader import read_files, remove_stale_spools
@@ -78,6 +83,7 @@ def profile_files(
     allow_partial: bool = False,
     *,
     tuning: Tuning | None = None,
+    allow_non_numeric_rewards: bool = False,
 ) -> ProfileResult:
     """Profile ``rollouts`` against ``inputs`` and write the three output files (see module doc)."""
     started = time.perf_counter()
@@ -91,7 +97,9 @@ def profile_files(
     )  # fmt: skip
     remove_stale(paths.reward_profiling.parent)  # temp files of a killed run (their owner is gone)
     remove_stale_spools()
-    input_columns, result_columns = read_files(inputs_path, rollouts_path, tuning)
+    input_columns, result_columns = read_files(
+        inputs_path, rollouts_path, tuning, allow_non_numeric_rewards=allow_non_numeric_rewards
+    )
     if len(input_columns.task) == 0:
         raise DataError(f"'{inputs_path}' (--inputs) holds no rows: there is nothing to profile")
     if len(result_columns.task) == 0:
@@ -99,6 +107,7 @@ def profile_files(
             f"'{rollouts_path}' (--rollouts) holds no rollouts: there is nothing to profile "
             f"({len(input_columns.task)} input rows are all still missing)"
         )
+    check_magnitudes(result_columns, str(rollouts_path))
     part = prepare_profile(
         input_columns,
         result_columns,
@@ -127,13 +136,17 @@ def _checked(chunk: InputChunk | ResultChunk, what: str) -> None:
 
 
 def profile_rows(
-    rows: Sequence[dict[str, Any]], results: Sequence[dict[str, Any]], allow_partial: bool = False
+    rows: Sequence[dict[str, Any]],
+    results: Sequence[dict[str, Any]],
+    allow_partial: bool = False,
+    *,
+    allow_non_numeric_rewards: bool = False,
 ) -> ProfileResult:
     """Profile in-memory rows and results; nothing is written (see module doc)."""
     started = time.perf_counter()
     input_chunk = inputs_from_rows(rows)
     _checked(input_chunk, "rows")
-    result_chunk = results_from_rows(results)
+    result_chunk = results_from_rows(results, allow_non_numeric_rewards)
     _checked(result_chunk, "results")
     input_columns: InputColumns = merge_inputs([input_chunk])
     result_columns: ResultColumns = merge_results([result_chunk])
@@ -170,4 +183,5 @@ def profile_results(results: Sequence[dict[str, Any]], agent: str = "agent") -> 
                 "agent_ref": {"name": agent},
             }
         )
-    return profile_rows(rows, results)
+    # NeMo Gym's /aggregate_metrics API: its behaviour for a non-numeric reward (left out) is kept.
+    return profile_rows(rows, results, allow_non_numeric_rewards=True)

@@ -15,12 +15,18 @@ Contract (pure functions of one parsed row; no I/O):
   ``"t:r"``, both indices, ``reward`` as written (any type), the numeric usage fields (unfiltered), then
   the numeric top-level fields other than the indices, ``reward``, ``response`` and ``_``-prefixed names.
   A missing or ``null`` ``response``/``usage`` means "no usage".
+- :func:`reward_problem` says why a row's ``reward`` is not a number (a string — numeric or not —,
+  ``null``, a list or an object); NeMo Gym silently leaves such a reward out of the statistics, the
+  profiler refuses it unless asked to do the same (``--allow-non-numeric-rewards``). A missing ``reward``
+  is not a problem (the row has no reward metric, as in NeMo Gym).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from rewardgym.io.jsonl import MAX_DEPTH, nesting_depth
 
 # The data-contract key names, as in ``rewardgym.protocol.keys`` (a test checks they agree). They are
 # spelled here because importing ``rewardgym.protocol`` loads every pydantic model (~0.4 s of start-up that
@@ -35,6 +41,9 @@ REWARD = "reward"
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _INFO_SKIP = frozenset((TASK_INDEX, ROLLOUT_INDEX, REWARD, RESPONSE))
+NUMERIC_TYPES = frozenset((int, float, bool))
+"""The JSON value types that are metrics (a boolean counts as 0/1)."""
+_SHOWN_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,39 @@ def extract_result(
         if number is not None:
             info[name] = number
     return names, values, info
+
+
+def reward_problem(row: dict[str, Any]) -> str | None:
+    """Why the row's ``reward`` is not a number (None when it is one, or when the row has none)."""
+    if REWARD not in row:
+        return None
+    value = row[REWARD]
+    if type(value) in NUMERIC_TYPES:
+        return None
+    if value is None:
+        shown = "null"
+    elif isinstance(value, str):
+        text = value if len(value) <= _SHOWN_CHARS else value[:_SHOWN_CHARS] + "…"
+        shown = f"the string {text!r}"
+    elif isinstance(value, list):
+        shown = "a list"
+    elif isinstance(value, dict):
+        shown = "an object"
+    else:
+        shown = f"a {type(value).__name__}"
+    return (
+        f"'reward' must be a number, got {shown} (NeMo Gym leaves such a reward out of the statistics "
+        "without a word: --allow-non-numeric-rewards or ++allow_non_numeric_rewards=true does the same)"
+    )
+
+
+def deep_reward(row: dict[str, Any]) -> str | None:
+    """Why a non-numeric ``reward`` (kept as written in ``rollout_infos``) cannot be written back: nested
+    deeper than orjson writes. Checked per row: such layouts have no compiled fast path."""
+    value = row.get(REWARD)
+    if not isinstance(value, list | dict) or nesting_depth(value) < MAX_DEPTH:
+        return None
+    return f"'reward' is nested more than {MAX_DEPTH - 1} levels deep, too deep to be written back as JSON"
 
 
 def looks_like_rollout(row: dict[str, Any]) -> bool:

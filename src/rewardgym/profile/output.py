@@ -23,6 +23,7 @@ from typing import IO
 import orjson
 
 from rewardgym.errors import DataError
+from rewardgym.io.oserrors import writing
 from rewardgym.io.outputs import atomic_writer
 from rewardgym.profile.align import CompletionSummary
 from rewardgym.profile.chunks import gc_paused
@@ -110,17 +111,21 @@ def write_outputs(
             samples = FileSamples(inputs_path, inputs)
             try:
                 pieces = _Pieces(part, results, samples, tuning.piece_groups)
-                if workers > 1 and part.task_groups >= tuning.parallel_groups:
-                    profile = write_pieces(
-                        lines_handle, len(pieces), pieces, workers, lambda: finish_profile(part)
-                    )
-                else:
-                    profile = finish_profile(part)
-                    _write_blocks(lines_handle, map(pieces, range(len(pieces))))
+                # A failed write (a full disk…) names the file it was for, not the innermost temp file.
+                with writing(paths.reward_profiling):
+                    if workers > 1 and part.task_groups >= tuning.parallel_groups:
+                        profile = write_pieces(
+                            lines_handle, len(pieces), pieces, workers, lambda: finish_profile(part)
+                        )
+                    else:
+                        profile = finish_profile(part)
+                        _write_blocks(lines_handle, map(pieces, range(len(pieces))))
             finally:
                 samples.close()
-            agent_handle.write(orjson.dumps(profile.agent_metrics))
-            repeat_handle.write(orjson.dumps(profile.repeat_level_metrics))
+            with writing(paths.agent_metrics):
+                agent_handle.write(orjson.dumps(profile.agent_metrics))
+            with writing(paths.repeat_level_metrics):
+                repeat_handle.write(orjson.dumps(profile.repeat_level_metrics))
     except IsADirectoryError as exc:
         raise DataError(f"cannot write output '{exc.filename}': a directory is in the way") from None
     except PermissionError as exc:

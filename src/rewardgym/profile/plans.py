@@ -132,10 +132,13 @@ def _compile_fast(
     names: tuple[str, ...],
 ) -> Binder | None:
     """Generate, for the layout of ``row``, the file reader's whole per-row work for rows of this layout
-    (see :class:`Plan`); None when the layout has no integer indices (its rows are errors)."""
+    (see :class:`Plan`); None when the layout has no integer indices (its rows are errors) or a list or
+    object ``reward``."""
     keys = list(row)
     if type(row.get(TASK_INDEX)) is not int or type(row.get(ROLLOUT_INDEX)) is not int:
         return None
+    if type(row.get(REWARD)) in (list, dict):
+        return None  # each such reward's depth is checked on the slow path (see ``deep_reward``)
     local = {key: f"v{i}" for i, key in enumerate(keys)}
     usage_keys = list(usage or ())
     usage_local = {key: f"u{i}" for i, key in enumerate(usage_keys)}

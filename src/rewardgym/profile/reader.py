@@ -2,8 +2,9 @@
 
 Contract of :func:`read_files`:
 
-- a missing, non-regular or unreadable file is a :class:`~rewardgym.errors.DataError` naming the file
-  and its option (``--inputs`` / ``--rollouts``);
+- a missing, non-regular (a pipe, ``/dev/stdin``, a device: see :mod:`rewardgym.io.inputs`) or
+  unreadable file is a :class:`~rewardgym.errors.DataError` naming the file and its option (``--inputs`` /
+  ``--rollouts``);
 - files larger than ``Tuning.parallel_from`` bytes in total are split into chunks read by forked worker
   processes; smaller ones are read in this process. A worker leaves each chunk's compact numpy columns
   (never parsed rows) in a private spool folder (memory-backed ``/dev/shm`` when it has room) and goes
@@ -13,7 +14,8 @@ Contract of :func:`read_files`:
   :mod:`rewardgym.io.outputs`, so :func:`remove_stale_spools` of a later run deletes one a ``kill -9``
   left behind;
 - the first bad line of a file (malformed JSON, blank, not an object, missing or non-integer index, a
-  rollout row in the inputs file) is reported as ``<path>:<line>: …`` whichever process read it — the
+  rollout row in the inputs file, a measured rollout whose ``reward`` is not a number — unless
+  ``allow_non_numeric_rewards``) is reported as ``<path>:<line>: …`` whichever process read it — the
   inputs file first;
 - a non-empty rollouts file none of whose rows has ``response`` or ``reward`` is rejected as a
   materialized-inputs file given as ``--rollouts``.
@@ -21,6 +23,7 @@ Contract of :func:`read_files`:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import multiprocessing
 import os
@@ -36,7 +39,9 @@ from typing import Any, TypeVar
 
 from rewardgym.errors import DataError
 from rewardgym.io import children
+from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
+from rewardgym.io.oserrors import writing
 from rewardgym.io.outputs import make_temp_dir, remove_stale
 from rewardgym.profile.chunks import InputChunk, LineError, ResultChunk
 from rewardgym.profile.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
@@ -56,6 +61,7 @@ SPOOL_LABEL = "rewardgym-profile"
 
 def check_readable(path: Path, option: str) -> int:
     """The file's size, or a :class:`DataError` saying why it cannot be read."""
+    refuse_special_input(path, option)
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -99,7 +105,13 @@ def _scan_all(
     result_ranges: list[tuple[int, int]],
     workers: int,
     while_reading: Callable[[], object] | None,
+    allow_non_numeric_rewards: bool,
 ) -> tuple[InputMerger, ResultMerger]:
+    scan_rollouts = (
+        functools.partial(scan_results, allow_non_numeric_rewards=True)
+        if allow_non_numeric_rewards
+        else scan_results
+    )
     input_merger = InputMerger(input_ranges[-1][1])
     result_merger = ResultMerger(result_ranges[-1][1])
     if workers <= 1:
@@ -112,7 +124,7 @@ def _scan_all(
         )
         _check(
             _fold(
-                (scan_results(str(rollouts), a, b) for a, b in result_ranges),
+                (scan_rollouts(str(rollouts), a, b) for a, b in result_ranges),
                 result_ranges,
                 rollouts,
                 result_merger,
@@ -121,7 +133,7 @@ def _scan_all(
         return input_merger, result_merger
     context = multiprocessing.get_context("fork")
     # Rollout chunks are the expensive ones: queue them first so both cores stay busy to the end.
-    jobs: list[tuple[Any, ...]] = [(scan_results, str(rollouts), a, b) for a, b in result_ranges]
+    jobs: list[tuple[Any, ...]] = [(scan_rollouts, str(rollouts), a, b) for a, b in result_ranges]
     jobs += [(scan_inputs, str(inputs), a, b) for a, b in input_ranges]
     spool = make_temp_dir(_spool_folder(), SPOOL_LABEL)
     children.prepare()
@@ -198,7 +210,7 @@ def _spooled(scan: Callable[[str, int, int], _Chunk], path: str, start: int, end
     has read all of it; a file lets the worker go on with its next chunk at once."""
     chunk = scan(path, start, end)
     descriptor, name = tempfile.mkstemp(suffix=".chunk", dir=spool)
-    with os.fdopen(descriptor, "wb") as handle:
+    with writing(name), os.fdopen(descriptor, "wb") as handle:  # a full spool is named, not a bare errno
         pickle.dump(chunk, handle, protocol=pickle.HIGHEST_PROTOCOL)
     return name
 
@@ -237,8 +249,10 @@ def read_files(
     tuning: Tuning | None = None,
     *,
     while_reading: Callable[[], object] | None = None,
+    allow_non_numeric_rewards: bool = False,
 ) -> tuple[InputColumns, ResultColumns]:
-    """Columns of both files (see module doc); ``while_reading`` runs in this process meanwhile."""
+    """Columns of both files (see module doc); ``while_reading`` runs in this process meanwhile.
+    A measured rollout whose ``reward`` is not a number is a bad line unless ``allow_non_numeric_rewards``."""
     tuning = tuning or Tuning()
     input_size = check_readable(inputs, "--inputs")
     result_size = check_readable(rollouts, "--rollouts")
@@ -254,6 +268,7 @@ def read_files(
         chunk_ranges(result_size, chunk_bytes),
         count,
         while_reading,
+        allow_non_numeric_rewards,
     )
     if result_merger.rows and not result_merger.with_outcome:
         raise DataError(

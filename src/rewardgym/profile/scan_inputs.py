@@ -2,7 +2,8 @@
 
 Contract: per row, its key, byte offset and length, agent name and run key (indexes into ``names``).
 A row whose JSON is malformed, is not an object, lacks an integer key, or carries a rollout's
-``response``/``reward`` (a rollouts file given as inputs) stops the chunk with a
+``response``/``reward`` (a rollouts file given as inputs), or that nests deeper than orjson can write
+(its ``sample`` is written back) stops the chunk with a
 :class:`~rewardgym.profile.chunks.LineError`.
 
 ``sample_length`` says how many leading bytes of a row's line, followed by ``}``, are exactly orjson's
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from rewardgym.io.jsonl import nesting_problem
 from rewardgym.profile.chunks import InputChunk, LineError, first_line_start, gc_paused
 from rewardgym.profile.extract import (
     ROLLOUT_INDEX,
@@ -209,7 +211,15 @@ def scan_inputs(path: str, start: int, end: int) -> InputChunk:
             if found > 0 and type(row) is dict and _tail_value(line, found) == row.get(ROLLOUT_INDEX):
                 cut, digits_at = found, found + len(_ROLLOUT_KEY)
                 head = line[:digits_at]
-                sample = _sample_length(row, line, found)
+                try:
+                    sample = _sample_length(row, line, found)
+                except orjson.JSONEncodeError:  # nested deeper than orjson writes: reported just below
+                    sample = -2
+            # The row's ``sample`` is written back, so orjson must be able to write it: a row whose line is
+            # its own serialization was just written by orjson; any other is checked here.
+            too_deep = nesting_problem(line, row) if sample < 0 and type(row) is dict else None
+            if too_deep is not None:
+                return inputs.build(LineError(inputs.lines, line, too_deep))
             problem = inputs.add(row, line, size, sample)
             if problem is not None:
                 return inputs.build(problem)

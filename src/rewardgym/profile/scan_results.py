@@ -12,6 +12,11 @@ previous row's layout is handled entirely by that layout's compiled function (``
 :mod:`rewardgym.profile.plans`): the loop only parses it. Its indices' 64-bit range is checked when the
 key lists become arrays; the first index out of range is reported on its own line, before any later
 error. :func:`results_from_rows` applies the same rules to in-memory rows with a plain loop.
+
+A measured row whose ``reward`` is not a number stops the chunk too, unless ``allow_non_numeric_rewards``
+(see :func:`rewardgym.profile.extract.reward_problem`). The check costs nothing per row on the fast path:
+a row's layout includes its ``reward``'s type, and every layout is checked once, on the slow path that
+first meets it, before its plan is made.
 """
 
 from __future__ import annotations
@@ -23,7 +28,17 @@ import numpy as np
 import orjson
 
 from rewardgym.profile.chunks import LineError, ResultChunk, first_line_start, gc_paused
-from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX, KeyProblem, is_masked, row_key
+from rewardgym.profile.extract import (
+    NUMERIC_TYPES,
+    REWARD,
+    ROLLOUT_INDEX,
+    TASK_INDEX,
+    KeyProblem,
+    deep_reward,
+    is_masked,
+    reward_problem,
+    row_key,
+)
 from rewardgym.profile.plans import Fast, Plan, plan_for, usage_of
 
 _LOW = -(2**63)
@@ -91,8 +106,9 @@ def _key(row: dict[str, Any], line: int, raw: bytes) -> tuple[int, int] | LineEr
     return LineError(line, raw, key.message) if isinstance(key, KeyProblem) else key
 
 
-def scan_results(path: str, start: int, end: int) -> ResultChunk:
+def scan_results(path: str, start: int, end: int, allow_non_numeric_rewards: bool = False) -> ResultChunk:
     """Read the rollout rows that begin in ``[start, end)`` of ``path``."""
+    check_reward = not allow_non_numeric_rewards
     out = _Output()
     tasks_append, rollouts_append, shapes_append = out.tasks.append, out.rollouts.append, out.shapes.append
     values_extend, ends_append, infos = out.values.extend, out.info_ends.append, out.infos
@@ -142,6 +158,11 @@ def scan_results(path: str, start: int, end: int) -> ResultChunk:
                     shapes_append(-1)
                     continue
                 # Not the previous row's layout: find (or make) the plan of this one.
+                if REWARD in row and type(row[REWARD]) not in NUMERIC_TYPES:
+                    problem = reward_problem(row) if check_reward else deep_reward(row)
+                    if problem is not None:
+                        error = LineError(count, line, problem)
+                        break
                 response = row.get("response")
                 usage = response.get("usage") if type(response) is dict else None
                 # One flat tuple (keys, their value types, usage keys, their types) is cheaper to build and
@@ -174,7 +195,7 @@ def scan_results(path: str, start: int, end: int) -> ResultChunk:
     return out.build(count, error)
 
 
-def results_from_rows(rows: Iterable[Any]) -> ResultChunk:
+def results_from_rows(rows: Iterable[Any], allow_non_numeric_rewards: bool = False) -> ResultChunk:
     """The result chunk of in-memory rollout rows (a non-dict entry is an error)."""
     out = _Output()
     count = 0
@@ -197,6 +218,10 @@ def results_from_rows(rows: Iterable[Any]) -> ResultChunk:
         if is_masked(row):
             out.shapes.append(-1)
             continue
+        problem = deep_reward(row) if allow_non_numeric_rewards else reward_problem(row)
+        if problem is not None:
+            error = LineError(count, b"", problem)
+            break
         usage = usage_of(row)
         layout: Any = (tuple(row), tuple(map(type, row.values())))
         if usage is not None:
