@@ -1,4 +1,4 @@
-"""Issue 11 §3: values JSON readers disagree on are named by file:line — NaN / Infinity / numbers beyond a
+"""Values JSON readers disagree on are named by file:line — NaN / Infinity / numbers beyond a
 double (Python's ``json`` reads them, orjson does not) and nesting deeper than orjson can write back."""
 
 from __future__ import annotations

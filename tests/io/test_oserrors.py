@@ -1,4 +1,4 @@
-"""Issue 11 §3: OS errors while writing are reported under the output's own name (see io/oserrors.py).
+"""OS errors while writing are reported under the output's own name (see io/oserrors.py).
 The real full disk and read-only file system are in tests/reliability/bad_input/test_files_and_disks.py;
 EIO cannot be produced on demand there, so its mapping is checked here."""
 

@@ -1,4 +1,4 @@
-"""Issue 11 §3: a metric value too large to profile (1e308: NeMo Gym writes std null, CI -inf..inf) is
+"""A metric value too large to profile (1e308: NeMo Gym writes std null, CI -inf..inf) is
 refused by file:line and field; up to ±1e100 every statistic is finite and computed as before."""
 
 from __future__ import annotations

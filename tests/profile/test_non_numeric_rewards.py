@@ -1,4 +1,4 @@
-"""Issue 11 §3: a measured rollout whose ``reward`` is not a number is an error naming file:line, unless
+"""A measured rollout whose ``reward`` is not a number is an error naming file:line, unless
 ``--allow-non-numeric-rewards`` / ``++allow_non_numeric_rewards=true`` asks for NeMo Gym 0.7.0's behaviour
 (the reward is left out of the statistics, ``rollout_infos`` keeps it as written)."""
 

@@ -1,4 +1,4 @@
-"""Issue 11 §3: inputs that are not regular files, and file systems that refuse writes.
+"""Inputs that are not regular files, and file systems that refuse writes.
 
 - A pipe (FIFO, ``/dev/stdin`` fed by a pipe) or a device given as a data file is refused by name before it
   is opened: the writer on the other end is never read from (its data is all still there afterwards), and
