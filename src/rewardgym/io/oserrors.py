@@ -54,11 +54,13 @@ def os_error_message(
 
 
 def _is_temp_of(filename: object, target: str) -> bool:
-    """Whether ``filename`` is a temp file of :func:`~rewardgym.io.jsonl.atomic_writer` for ``target``."""
+    """Whether ``filename`` is a temp file of :func:`~rewardgym.io.outputs.atomic_writer` for ``target``
+    (``.<name>.rgtmp-<pid>-…``; ``.<name>.….tmp`` from earlier versions)."""
     if not isinstance(filename, str | bytes | os.PathLike):
         return False
     name = os.path.basename(os.fsdecode(filename))
-    return name.startswith(f".{os.path.basename(target)}.") and name.endswith(".tmp")
+    prefix = f".{os.path.basename(target)}."
+    return name.startswith(prefix) and (name[len(prefix) :].startswith("rgtmp-") or name.endswith(".tmp"))
 
 
 def output_error(exc: OSError, path: str | os.PathLike[str]) -> OSError | FileAccessError:
