@@ -1,40 +1,19 @@
-"""Shared fixtures: the stub upstream and in-process servers on real 127.0.0.1 ports."""
+"""Shared fixtures: ``serve`` comes from the ``rewardgym`` pytest plugin
+(:mod:`rewardgym.testing.pytest_plugin`); ``stub`` is its ``scripted_model`` under the name the repository's
+tests use."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
-
 import pytest
 
-from rewardgym.servers.base import BaseServer
 from rewardgym.servers.launch import ThreadedServer
-from tests.stubs.openai_stub import OpenAIStub, StubState, start_stub
+from rewardgym.testing import OpenAIStub
+from rewardgym.testing.pytest_plugin import serve
+
+__all__ = ["serve", "stub"]
 
 
 @pytest.fixture
-def stub() -> Iterator[tuple[ThreadedServer, OpenAIStub]]:
-    """A fresh stub upstream in a background thread: (runner with .url, app with .state/.requests)."""
-    runner, app = start_stub(StubState())
-    try:
-        yield runner, app
-    finally:
-        app.released = True
-        runner.stop()
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[BaseServer[Any]], ThreadedServer]]:
-    """Start servers in background threads on real ports; all are stopped after the test."""
-    running: list[ThreadedServer] = []
-
-    def start(server: BaseServer[Any]) -> ThreadedServer:
-        runner = ThreadedServer(server).start()
-        running.append(runner)
-        return runner
-
-    try:
-        yield start
-    finally:
-        for runner in reversed(running):
-            runner.stop()
+def stub(scripted_model: tuple[ThreadedServer, OpenAIStub]) -> tuple[ThreadedServer, OpenAIStub]:
+    """A fresh scripted upstream on a real port: (runner with .url, app with .state/.requests)."""
+    return scripted_model
