@@ -63,7 +63,9 @@ def test_vllm_yaml_values() -> None:
 def test_embedded_yaml_needs_no_policy_keys() -> None:
     impl, block = _inner_block("embedded_model")  # no policy_* keys at all: must resolve
     assert impl == "embedded_model"
-    config = EmbeddedModelConfig.model_validate(block)
+    # llama_port_range is a server field (the launcher's), not part of the model settings
+    assert "llama_port_range" in block
+    config = EmbeddedModelConfig.model_validate({k: v for k, v in block.items() if k != "llama_port_range"})
     assert config.tool_calls_via_json_schema and config.threads == 1 and config.parallel == 4
     assert config.model == "SmolLM2-135M-Instruct" and config.model_path is None
 
