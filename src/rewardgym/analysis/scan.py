@@ -1,0 +1,193 @@
+"""Reading a rollouts file into :class:`~rewardgym.analysis.columns.RolloutColumns`, in parallel.
+
+Contract of :func:`scan_rollouts`:
+
+- a missing or unreadable file is a :class:`~rewardgym.errors.DataError` naming it and ``--rollouts``;
+- the file is cut into byte ranges at line starts; large files are read by forked worker processes (one
+  per core), each returning compact numpy columns, never parsed rows;
+- a line that is not a JSON object, or has no integer task / rollout index, is *unreadable*: it is kept
+  out of the columns and listed in :attr:`Scan.unreadable` as ``(line, error)`` with 1-based line
+  numbers (blank lines are skipped and counted, as NeMo Gym's health check does). The caller decides
+  whether that is fatal (``gym eval analyze``) or a finding (``gym eval health-check``);
+- the columns come back sorted by (task, rollout, line).
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from rewardgym.analysis.columns import RolloutColumns, sorted_columns
+from rewardgym.analysis.extract import extract_row
+from rewardgym.errors import DataError
+
+PARALLEL_FROM = 64 << 20
+"""Files at least this large are read by worker processes."""
+
+
+@dataclass(frozen=True)
+class Scan:
+    """The columns of a rollouts file and what could not be read."""
+
+    columns: RolloutColumns
+    unreadable: list[tuple[int, str]]
+    blank_lines: int
+    path: Path
+
+
+def _ranges(path: Path, size: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` byte ranges of the file, each starting at a line start."""
+    cuts = [0]
+    with open(path, "rb") as handle:
+        for k in range(1, parts):
+            handle.seek(max(size * k // parts, cuts[-1]))
+            handle.readline()
+            position = handle.tell()
+            if position >= size:
+                break
+            if position > cuts[-1]:
+                cuts.append(position)
+    cuts.append(size)
+    return list(itertools.pairwise(cuts))
+
+
+def _scan_range(path: str, start: int, end: int) -> dict[str, Any]:
+    """Columns of the lines in ``[start, end)`` (line numbers relative to the range, from 1)."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read(end - start)
+    rows: list[tuple[Any, ...]] = []
+    lines: list[int] = []
+    offsets: list[int] = []
+    bad: list[tuple[int, str]] = []
+    blank = 0
+    loads = orjson.loads
+    position = 0
+    number = 0
+    for raw in data.split(b"\n"):
+        number += 1
+        here = position
+        position += len(raw) + 1
+        if not raw.strip():
+            if position <= len(data):
+                blank += 1
+            continue
+        try:
+            row = loads(raw)
+        except orjson.JSONDecodeError:
+            bad.append((number, "malformed JSON"))
+            continue
+        if not isinstance(row, dict):
+            bad.append((number, "not a JSON object"))
+            continue
+        fields = extract_row(row)
+        if isinstance(fields, str):
+            bad.append((number, fields))
+            continue
+        rows.append(fields)
+        lines.append(number)
+        offsets.append(start + here)
+    lines_in_range = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    return {
+        "rows": _to_arrays(rows),
+        "line": lines,
+        "offset": offsets,
+        "bad": bad,
+        "blank": blank,
+        "lines": lines_in_range,
+    }
+
+
+def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    if not rows:
+        return {}
+    cols = list(zip(*rows, strict=True))
+    agents = sorted({a for a in cols[15] if a is not None})
+    lookup = {a: i for i, a in enumerate(agents)}
+    return {
+        "task": np.array(cols[0], np.int64),
+        "rollout": np.array(cols[1], np.int64),
+        "reward": np.array(cols[2], np.float64),
+        "input_tokens": np.array(cols[3], np.float64),
+        "output_tokens": np.array(cols[4], np.float64),
+        "total_tokens": np.array(cols[5], np.float64),
+        "cap": np.array(cols[6], np.float64),
+        "incomplete": np.array(cols[7], np.bool_),
+        "text_chars": np.array(cols[8], np.int64),
+        "reasoning_chars": np.array(cols[9], np.int64),
+        "tool_calls": np.array(cols[10], np.int64),
+        "turns": np.array(cols[11], np.float64),
+        "extracted": np.array(cols[12], np.int8),
+        "text_hash": np.array(cols[13], np.uint64),
+        "masked": np.array(cols[14], np.bool_),
+        "agent_names": agents,
+        "agent": np.array([-1 if a is None else lookup[a] for a in cols[15]], np.int64),
+    }
+
+
+def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int, str]], int]:
+    base = 0
+    names: list[str] = []
+    index: dict[str, int] = {}
+    pieces: dict[str, list[Any]] = {}
+    bad: list[tuple[int, str]] = []
+    blank = 0
+    for part in parts:
+        arrays = part["rows"]
+        bad.extend((base + line, error) for line, error in part["bad"])
+        blank += part["blank"]
+        if arrays:
+            for name in arrays["agent_names"]:
+                index.setdefault(name, len(index))
+            remap = np.array([index[a] for a in arrays["agent_names"]] + [-1], np.int64)
+            for key, value in arrays.items():
+                if key == "agent_names":
+                    continue
+                pieces.setdefault(key, []).append(remap[value] if key == "agent" else value)
+            pieces.setdefault("line", []).append(np.array(part["line"], np.int64) + base)
+            pieces.setdefault("offset", []).append(np.array(part["offset"], np.int64))
+        base += part["lines"]
+    names = list(index)
+    empty = {
+        "task": np.int64, "rollout": np.int64, "line": np.int64, "offset": np.int64, "reward": np.float64,
+        "input_tokens": np.float64, "output_tokens": np.float64, "total_tokens": np.float64,
+        "cap": np.float64, "incomplete": np.bool_, "text_chars": np.int64, "reasoning_chars": np.int64,
+        "tool_calls": np.int64, "turns": np.float64, "extracted": np.int8, "text_hash": np.uint64,
+        "masked": np.bool_, "agent": np.int64,
+    }  # fmt: skip
+    merged = {
+        key: np.concatenate(pieces[key]) if key in pieces else np.zeros(0, dtype)
+        for key, dtype in empty.items()
+    }
+    return RolloutColumns(agents=tuple(names), **merged), bad, blank
+
+
+def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
+    """Read ``path`` into sorted columns (see module doc)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        raise DataError(f"Input file not found: '{path}' (--rollouts)") from None
+    except OSError as exc:
+        raise DataError(f"Cannot read '{path}' (--rollouts): {exc.strerror}") from None
+    if path.is_dir():
+        raise DataError(f"'{path}' (--rollouts) is a directory, not a JSONL file")
+    cores = workers if workers is not None else (os.cpu_count() or 1)
+    if size < PARALLEL_FROM or cores <= 1:
+        parts = [_scan_range(str(path), 0, size)]
+    else:
+        ranges = _ranges(path, size, cores * 4)
+        context = multiprocessing.get_context("fork")
+        with context.Pool(min(cores, len(ranges))) as pool:
+            parts = pool.starmap(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
+    columns, bad, blank = _merge(parts)
+    return Scan(columns=sorted_columns(columns), unreadable=bad, blank_lines=blank, path=path)
