@@ -73,3 +73,26 @@ def test_bad_flags_exit_2(tmp_path: Path) -> None:
 def test_missing_rollouts_file(tmp_path: Path) -> None:
     run = cli("eval", "analyze", "--rollouts", str(tmp_path / "nope.jsonl"))
     assert run.returncode == 1 and "Input file not found" in run.stderr
+
+
+def test_profile_report_adds_files_and_keeps_profile_outputs_identical(tmp_path: Path) -> None:
+    inputs, rollouts = _run_files(tmp_path)
+    plain = cli("eval", "profile", "--inputs", str(inputs), "--rollouts", str(rollouts))
+    assert plain.returncode == 0, plain.stderr
+    names = ("run_reward_profiling.jsonl", "run_agent_metrics.json", "run_repeat_level_metrics.json")
+    before = {name: (tmp_path / name).read_bytes() for name in names}
+    run = cli("eval", "profile", "--inputs", str(inputs), "--rollouts", str(rollouts), "--report")
+    assert run.returncode == 0, run.stderr
+    assert {name: (tmp_path / name).read_bytes() for name in names} == before
+    assert run.stdout.startswith(plain.stdout.split("Wall time:")[0])
+    assert "GRPO: informative groups at G=8" in run.stdout and "Health: healthy" in run.stdout
+    for name in (
+        "run_analysis.json",
+        "run_rollout_verdicts.jsonl",
+        "run_quality_summary.json",
+        "run_report.html",
+    ):
+        assert (tmp_path / name).exists(), name
+    html = (tmp_path / "run_report.html").read_text()
+    assert "<h3>a</h3>" in html and "<td>reward</td>" in html  # the profile's agent metrics of agent "a"
+    assert "<h3>Repeat level</h3>" in html

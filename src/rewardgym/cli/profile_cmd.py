@@ -3,7 +3,8 @@
 ``gym eval profile --inputs X_materialized_inputs.jsonl --rollouts X.jsonl [--allow-partial-rollouts]
 [++allow_partial_rollouts=True]`` writes ``X_reward_profiling.jsonl``, ``X_agent_metrics.json`` and
 ``X_repeat_level_metrics.json`` next to the rollouts, prints NeMo Gym's summary lines, then a table of
-tasks by pass-rate band, the mean reward with its 95 % interval and the wall time. Bad input exits 1
+tasks by pass-rate band, the mean reward with its 95 % interval and the wall time; ``--report`` then runs
+``gym eval analyze`` on the same files (see :mod:`rewardgym.cli.analyze_cmd`). Bad input exits 1
 with one ``Error: …`` line; a bad flag or override exits 2.
 """
 
@@ -23,7 +24,7 @@ from rewardgym.cli.overrides import split_overrides
 from rewardgym.errors import UsageError
 from rewardgym.profile import BAND_LABELS, ProfileResult, profile_files, summary_lines
 
-_OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts")
+_OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts", "--report")
 _OVERRIDE_KEYS = ("allow_partial_rollouts",)
 _TRUE = frozenset(("true", "1", "yes"))
 _FALSE = frozenset(("false", "0", "no"))
@@ -102,6 +103,13 @@ def profile_command(
             "(same as ++allow_partial_rollouts=True).",
         ),
     ] = False,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report",
+            help="Also run 'gym eval analyze': <stem>_analysis.json, health files and <stem>_report.html.",
+        ),
+    ] = False,
 ) -> None:
     started = time.perf_counter()
     override = partial_from_overrides(split_overrides(ctx.args, _OPTIONS))
@@ -113,3 +121,7 @@ def profile_command(
     for line in summary_lines(result.completion, result.masked_rollouts, result.paths):
         typer.echo(line)
     _print_summary(result, time.perf_counter() - started)
+    if report:
+        from rewardgym.cli.analyze_cmd import report_after_profile
+
+        report_after_profile(Path(inputs), Path(rollouts))

@@ -42,7 +42,7 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout",
+    "--startup-timeout", "--no-health-check",
 ]  # fmt: skip
 
 
@@ -165,6 +165,9 @@ def run(
     model: ModelOpt = None,
     model_url: ModelUrlOpt = None,
     model_api_key: ModelApiKeyOpt = None,
+    no_health_check: Annotated[
+        bool, typer.Option("--no-health-check", help="Skip the health check.")
+    ] = False,
 ) -> None:
     """Collect rollouts: materialize the input rows, run them through the agents, record each result.
 
@@ -237,6 +240,10 @@ def run(
         code = aio.run(_collect_served(settings, cfg, logs.expanduser().resolve(), startup_timeout, headers))
     if code:
         raise typer.Exit(code)
+    if not (no_health_check or _as_bool(cfg, "disable_health_check")):
+        from rewardgym.cli.analyze_cmd import health_after_run
+
+        health_after_run(output)
 
 
 async def _collect_no_serve(settings: CollectSettings, head: str, headers: dict[str, str] | None) -> int:
