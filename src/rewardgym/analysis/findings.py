@@ -55,7 +55,7 @@ def dataset_findings(
     rows = len(columns)
     out: list[Finding] = []
 
-    def examples(check: str) -> list[tuple[int, int]]:
+    def examples(check: str) -> list[tuple[int, int | None]]:
         where = np.flatnonzero(health.rollout_flags[check])[:5]
         return [(int(columns.task[i]), int(columns.rollout[i])) for i in where]
 
@@ -88,7 +88,7 @@ def dataset_findings(
     rollout_finding(
         "no_extracted_answer", 0.05, 0.5,
         "the verifier extracted no answer from {count} of {rows} rollouts ({pct}): extracted_answer is null",
-        "make the prompt ask for the exact answer format the verifier parses (e.g. \\boxed{{}}), use a "
+        "make the prompt ask for the exact answer format the verifier parses (e.g. \\boxed{}), use a "
         "lenient grading mode, or a model that follows the format",
     )  # fmt: skip
     rollout_finding(
@@ -124,7 +124,7 @@ def dataset_findings(
                 f"every repeat of {count} of {eligible} tasks ({_pct(count, eligible)}) "
                 "returned the same text",
                 "sampling is deterministic: set temperature > 0 and make sure the server honours the seed",
-                [(int(t), -1) for t in tasks],
+                [(int(t), None) for t in tasks],
             )
         )  # fmt: skip
     zero_cut = health.task_flags["task_zero_all_cut_off"]
@@ -133,9 +133,9 @@ def dataset_findings(
         out.append(
             Finding(
                 "task_zero_all_cut_off", "warning", count, starts_n, "tasks",
-                f"{count} tasks at 0 % had every rollout cut off: not hard, truncated",
+                f"{count} task(s) at 0 % had every rollout cut off: not hard, truncated",
                 "raise max_output_tokens before treating these tasks as unsolvable",
-                [(int(t), -1) for t in health.task_ids[zero_cut][:5].tolist()],
+                [(int(t), None) for t in health.task_ids[zero_cut][:5].tolist()],
             )
         )  # fmt: skip
     lost = int(health.failure_tasks.shape[0])
@@ -143,10 +143,10 @@ def dataset_findings(
         out.append(
             Finding(
                 "task_no_successful_model_calls", "warning", lost, starts_n + lost, "tasks",
-                f"{lost} tasks have no rollout at all: every repeat is in the failures file",
+                f"{lost} task(s) have no rollout at all: every repeat is in the failures file",
                 "look at those tasks' failure reasons; they may be too long for the context or break "
                 "the verifier",
-                [(int(t), -1) for t in health.failure_tasks[:5].tolist()],
+                [(int(t), None) for t in health.failure_tasks[:5].tolist()],
             )
         )  # fmt: skip
     failed = sum(failure_classes.values())

@@ -69,7 +69,8 @@ class Finding:
     unit: str
     evidence: str
     fix: str
-    examples: list[tuple[int, int]] = field(default_factory=list)
+    examples: list[tuple[int, int | None]] = field(default_factory=list)
+    """(task, rollout) keys; rollout None for a task-level finding."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -115,13 +116,6 @@ class Health:
         return "unhealthy" if "error" in severities else "warnings" if severities else "healthy"
 
 
-def _examples(mask: BoolArray, columns: RolloutColumns, limit: int = 5) -> list[tuple[int, int]]:
-    where = np.flatnonzero(mask)[:limit]
-    return [(int(columns.task[i]), int(columns.rollout[i])) for i in where]
-
-
-def _pct(count: int, total: int) -> str:
-    return f"{100.0 * count / total:.1f} %" if total else "0 %"
 
 
 def _rollout_flags(

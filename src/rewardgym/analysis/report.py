@@ -56,7 +56,7 @@ def _text_rows(analysis: Analysis, columns: RolloutColumns) -> list[int]:
             start = int(np.searchsorted(columns.task, task))
             end = int(np.searchsorted(columns.task, task, side="right"))
             for i in range(start, end):
-                if rollout in (-1, int(columns.rollout[i])):
+                if rollout in (None, int(columns.rollout[i])):
                     chosen.setdefault(i)
     for i in range(min(len(columns), TEXT_ROLLOUTS)):
         if len(chosen) >= TEXT_ROLLOUTS:
@@ -149,7 +149,7 @@ def _findings(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]
             start = int(np.searchsorted(columns.task, task))
             end = int(np.searchsorted(columns.task, task, side="right"))
             for i in range(start, end):
-                if rollout in (-1, int(columns.rollout[i])):
+                if rollout in (None, int(columns.rollout[i])):
                     text = texts.get(i)
                     shown = (
                         "<pre>" + escape(text) + "</pre>"
@@ -161,7 +161,7 @@ def _findings(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]
                         f">{_fmt(float(columns.reward[i]))}</td>"
                         f"<td class=num>{_fmt(float(columns.output_tokens[i]), 0)}</td><td>{shown}</td></tr>"
                     )
-                    if rollout != -1 or len(rows) >= 8:
+                    if rollout is not None or len(rows) >= 8:
                         break
         header = (
             "<table><tr><th>task</th><th>rollout</th><th class=num>reward</th>"
