@@ -104,3 +104,12 @@ def test_demo_like_run_without_extracted_answers_is_unhealthy(tmp_path: Path) ->
     result = _run(tmp_path, rows)
     (finding,) = [f for f in result.analysis.health.findings if f.check == "no_extracted_answer"]
     assert finding.severity == "error" and finding.count == 20 and "100.0 %" in finding.evidence
+
+
+def test_summary_orders_tasks_as_nemo_gym_does(tmp_path: Path) -> None:
+    rows = [rollout(t, 0) for t in (2, 10, 1)]
+    _run(tmp_path, rows)
+    summary = orjson.loads((tmp_path / "run_quality_summary.json").read_bytes())
+    assert list(summary["tasks"]) == ["1", "10", "2"]
+    verdicts = read_lines(tmp_path / "run_rollout_verdicts.jsonl")
+    assert [v["_ng_task_index"] for v in verdicts] == [1, 2, 10]

@@ -5,12 +5,13 @@ when the row has no usable key (``_ng_task_index`` / ``_ng_rollout_index`` missi
 Numbers that are absent or not numeric become NaN; booleans count as numbers only for ``reward``. Text is
 the ``output_text`` (or ``text``) of message items of ``response.output``; reasoning is the summary /
 content text of ``reasoning`` items; tool calls are items whose ``type`` ends in ``_call`` (NeMo Gym's
-list: function, tool, MCP, file/web search, computer, code interpreter, shell, custom calls).
+list: function, tool, MCP, file/web search, computer, code interpreter, shell, custom calls). The text
+hash is Python's string hash: equal texts hash equal within one run (forked readers share its seed),
+which is all the identical-repeats check needs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
@@ -41,6 +42,7 @@ Row = tuple[
     int, int, float, float, float, float, float, bool, int, int, int, float, int, int, bool, str | None
 ]
 NAN = math.nan
+_MASK = (1 << 64) - 1
 
 
 def _number(value: Any) -> float:
@@ -87,23 +89,6 @@ def _texts(items: Any, into: list[str], reasoning: list[str]) -> int:
     return calls
 
 
-def _extracted(row: dict[str, Any]) -> int:
-    if "extracted_answer" not in row:
-        return -1
-    value = row["extracted_answer"]
-    return 0 if value is None or (isinstance(value, str) and not value.strip()) else 1
-
-
-def text_hash(text: str) -> int:
-    """A stable 64-bit hash of a response text (0 for empty text)."""
-    if not text:
-        return 0
-    return (
-        int.from_bytes(hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).digest(), "little")
-        or 1
-    )
-
-
 def response_text(row: dict[str, Any]) -> tuple[str, str]:
     """``(visible text, reasoning text)`` of a rollout row."""
     response = row.get("response")
@@ -115,39 +100,69 @@ def response_text(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def extract_row(row: dict[str, Any]) -> Row | str:
-    """The analysis fields of one rollout row, or what is wrong with its key."""
-    task, rollout = row.get(TASK_INDEX), row.get(ROLLOUT_INDEX)
+    """The analysis fields of one rollout row, or what is wrong with its key.
+
+    Written flat (local lookups, no helper calls on the common path): it runs once per rollout line.
+    """
+    task = row.get(TASK_INDEX)
+    rollout = row.get(ROLLOUT_INDEX)
     if type(task) is not int:
         return f"missing '{TASK_INDEX}'" if task is None else f"'{TASK_INDEX}' must be an integer"
     if type(rollout) is not int:
         return f"missing '{ROLLOUT_INDEX}'" if rollout is None else f"'{ROLLOUT_INDEX}' must be an integer"
-    raw_reward = row.get("reward")
-    reward = float(raw_reward) if isinstance(raw_reward, (int, float)) else NAN
+    raw: Any = row.get("reward")
+    kind = type(raw)
+    reward = float(raw) if kind is float or kind is int or kind is bool else NAN
+    tokens_in = tokens_out = total = cap = NAN
+    incomplete = False
+    calls = 0
+    text = ""
+    reasoning_chars = 0
     response = row.get("response")
-    response = response if isinstance(response, dict) else {}
-    usage = response.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    tokens_in = _first(usage, "input_tokens", "prompt_tokens")
-    tokens_out = _first(usage, "output_tokens", "completion_tokens")
-    total = _first(usage, "total_tokens")
-    if math.isnan(total):
+    if type(response) is dict:
+        usage = response.get("usage")
+        if type(usage) is dict:
+            tokens_in = _first(usage, "input_tokens", "prompt_tokens")
+            tokens_out = _first(usage, "output_tokens", "completion_tokens")
+            total = _number(usage.get("total_tokens"))
+        cap = _number(response.get("max_output_tokens"))
+        details = response.get("incomplete_details")
+        incomplete = response.get("status") == "incomplete" or (
+            type(details) is dict and details.get("reason") in LENGTH_REASONS
+        )
+        output = response.get("output")
+        if type(output) is list:
+            texts: list[str] = []
+            reasoning: list[str] = []
+            if len(output) == 1 and type(output[0]) is dict and output[0].get("type") == "message":
+                content = output[0].get("content")  # the common single-message answer
+                if type(content) is list:
+                    for part in content:
+                        if type(part) is dict:
+                            piece = part.get("text")
+                            if type(piece) is str:
+                                texts.append(piece)
+                elif type(content) is str:
+                    texts.append(content)
+            else:
+                calls = _texts(output, texts, reasoning)
+            text = "".join(texts).strip()
+            reasoning_chars = sum(len(r.strip()) for r in reasoning)
+    if math.isnan(total):  # no total_tokens
         total = tokens_in + tokens_out
-    cap = _number(response.get("max_output_tokens"))
     if math.isnan(cap):
         params = row.get("responses_create_params")
-        if isinstance(params, dict):
+        if type(params) is dict:
             cap = _first(params, "max_output_tokens", "max_tokens")
-    details = response.get("incomplete_details")
-    reason = details.get("reason") if isinstance(details, dict) else None
-    incomplete = response.get("status") == "incomplete" or reason in LENGTH_REASONS
-    texts: list[str] = []
-    reasoning: list[str] = []
-    calls = _texts(response.get("output"), texts, reasoning)
-    text = "".join(texts)
     perf = row.get("ng_perf")
-    turns = _number(perf.get("num_turns")) if isinstance(perf, dict) else NAN
+    turns = _number(perf.get("num_turns")) if type(perf) is dict else NAN
     agent_ref = row.get("agent_ref")
-    agent = agent_ref.get("name") if isinstance(agent_ref, dict) else None
+    agent = agent_ref.get("name") if type(agent_ref) is dict else None
+    if "extracted_answer" in row:
+        value = row["extracted_answer"]
+        extracted = 0 if value is None or (type(value) is str and not value.strip()) else 1
+    else:
+        extracted = -1
     return (
         task,
         rollout,
@@ -157,12 +172,12 @@ def extract_row(row: dict[str, Any]) -> Row | str:
         total,
         cap,
         incomplete,
-        len(text.strip()),
-        sum(len(r.strip()) for r in reasoning),
+        len(text),
+        reasoning_chars,
         calls,
         turns,
-        _extracted(row),
-        text_hash(text.strip()),
+        extracted,
+        (hash(text) & _MASK) or 1 if text else 0,
         bool(row.get("mask_sample")),
-        agent if isinstance(agent, str) else None,
+        agent if type(agent) is str else None,
     )

@@ -83,6 +83,11 @@ class Forecast:
         # Only the non-binary tasks' value frequencies matter; keep just those.
         keep = ~binary[owner] if owner.shape[0] else np.zeros(0, np.bool_)
         self.owner, self.freq = owner[keep], freq[keep]
+        # Binary tasks share few distinct (n, s) pairs (5 with 4 repeats): the closed form runs once per
+        # pair, not once per task.
+        key = n.astype(np.int64) * (int(n.max(initial=0)) + 1) + s
+        pairs, self._first, self._pair = np.unique(key, return_index=True, return_inverse=True)
+        del pairs
 
     @property
     def tasks(self) -> int:
@@ -90,7 +95,7 @@ class Forecast:
 
     def all_equal(self, group: int) -> FloatArray:
         """P(a group of ``group`` rollouts is all-equal) per task (NaN without counted rollouts)."""
-        closed = beta_all_equal(self.n, self.s, group)
+        closed = beta_all_equal(self.n[self._first], self.s[self._first], group)[self._pair]
         plug = plugin_all_equal(self.owner, self.freq, self.tasks, group)
         return np.where(self.binary, closed, plug)
 

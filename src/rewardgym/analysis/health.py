@@ -116,8 +116,6 @@ class Health:
         return "unhealthy" if "error" in severities else "warnings" if severities else "healthy"
 
 
-
-
 def _rollout_flags(
     columns: RolloutColumns, reward_range: tuple[float, float]
 ) -> tuple[dict[str, BoolArray], IntArray]:

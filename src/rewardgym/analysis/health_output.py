@@ -57,15 +57,15 @@ def write_verdicts(
     task, rollout = columns.task.tolist(), columns.rollout.tolist()
     with atomic_writer(path) as handle:
         batch: list[bytes] = []
-        for i in range(len(columns)):
-            if bad[i]:
-                batch.append(_verdict_row(columns, health, i))
-            else:
-                t, r = task[i], rollout[i]
-                batch.append(_HEALTHY % (t, r, t, r))
-            if len(batch) >= 65536:
-                handle.write(b"".join(batch))
-                batch.clear()
+        previous = 0
+        # Healthy rows between two unhealthy ones are written from a template, a run at a time.
+        for i in [*np.flatnonzero(bad).tolist(), len(columns)]:
+            for low in range(previous, i, 65536):
+                pairs = zip(task[low : min(i, low + 65536)], rollout[low : min(i, low + 65536)], strict=True)
+                handle.write(b"".join([_HEALTHY % (t, r, t, r) for t, r in pairs]))
+            if i < len(columns):
+                handle.write(_verdict_row(columns, health, i))  # the handle buffers
+            previous = i + 1
         for line, error in sorted(unreadable):
             key = f"__unreadable_record__:input-0:line-{line}"
             batch.append(
@@ -114,23 +114,21 @@ def health_summary(columns: RolloutColumns, health: Health, unreadable: int) -> 
     tasks: dict[str, Any] = {}
     if tasks_n:
         starts = np.flatnonzero(np.concatenate(([True], columns.task[1:] != columns.task[:-1])))
-        repeats = np.diff(np.append(starts, len(columns)))
-        sick = np.add.reduceat(bad.astype(np.int64), starts)
-        flag_lists = [[c for c in TASK_CHECKS if health.task_flags[c][k]] for k in range(tasks_n)]
-        for k, (t, n, s) in enumerate(
-            zip(health.task_ids.tolist(), repeats.tolist(), sick.tolist(), strict=True)
-        ):
-            tasks[str(t)] = {
-                "repeats": n,
-                "healthy": n - s,
-                "unhealthy": s,
-                "unobserved": 0,
-                "flags": flag_lists[k],
-            }
+        repeats = np.diff(np.append(starts, len(columns))).tolist()
+        sick = np.add.reduceat(bad.astype(np.int64), starts).tolist()
+        flagged: dict[int, list[str]] = {}
+        for check in TASK_CHECKS:
+            for k in np.flatnonzero(health.task_flags[check]).tolist():
+                flagged.setdefault(k, []).append(check)
+        for k, t in enumerate(health.task_ids.tolist()):
+            n, s = repeats[k], sick[k]
+            tasks[str(t)] = {"repeats": n, "healthy": n - s, "unhealthy": s, "unobserved": 0,
+                             "flags": flagged.get(k, [])}  # fmt: skip
     for t in health.failure_tasks.tolist():
         tasks.setdefault(str(t), {"repeats": 0, "healthy": 0, "unhealthy": 0, "unobserved": 0,
                                   "flags": ["task_no_successful_model_calls"]})  # fmt: skip
-    ordered = dict(sorted(tasks.items(), key=lambda kv: int(kv[0])))
+    # NeMo Gym orders (integer) task ids by their string form: "10" before "2"
+    ordered = {key: tasks[key] for key in sorted(tasks)}
     return {
         "run": {
             "ignored_checks": [],

@@ -70,22 +70,19 @@ def _varies(values: FloatArray, task_pos: IntArray) -> BoolArray:
 def _within(tokens: FloatArray, passed: BoolArray, task_pos: IntArray) -> dict[str, Any]:
     key = task_pos * 2 + passed.astype(np.int64)
     keys, medians = segment_medians(tokens, key)
-    task_of, is_pass = keys // 2, keys % 2 == 1
-    fail_med = dict(zip(task_of[~is_pass].tolist(), medians[~is_pass].tolist(), strict=True))
-    pairs = [
-        (fail_med[t], m)
-        for t, m in zip(task_of[is_pass].tolist(), medians[is_pass].tolist(), strict=True)
-        if t in fail_med
-    ]
-    if not pairs:
-        return {"tasks": 0, "median_difference": None, "longer_when_passing": 0, "wilcoxon_p": None}
-    diffs = np.array([p - f for f, p in pairs], dtype=np.float64)
+    task_of = keys // 2
+    # keys are sorted: a task's failing entry (even key) comes right before its passing one (odd key)
+    both = np.flatnonzero((task_of[1:] == task_of[:-1]) & (keys[:-1] % 2 == 0))
+    if both.shape[0] == 0:
+        return {"tasks": 0, "median_difference": None, "longer_when_passing": 0, "shorter_when_passing": 0,
+                "wilcoxon_p": None}  # fmt: skip
+    diffs = medians[both + 1] - medians[both]
     nonzero = diffs[diffs != 0]
     p_value = None
     if nonzero.shape[0] > 0:
         p_value = float(stats.wilcoxon(nonzero).pvalue)
     return {
-        "tasks": len(pairs),
+        "tasks": int(diffs.shape[0]),
         "median_difference": float(np.median(diffs)),
         "longer_when_passing": int(np.count_nonzero(diffs > 0)),
         "shorter_when_passing": int(np.count_nonzero(diffs < 0)),

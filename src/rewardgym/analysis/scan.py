@@ -14,6 +14,7 @@ Contract of :func:`scan_rollouts`:
 
 from __future__ import annotations
 
+import gc
 import itertools
 import multiprocessing
 import os
@@ -63,46 +64,47 @@ def _scan_range(path: str, start: int, end: int) -> dict[str, Any]:
     with open(path, "rb") as handle:
         handle.seek(start)
         data = handle.read(end - start)
+    pieces = data.split(b"\n")
+    if pieces and not pieces[-1]:
+        pieces.pop()  # the empty tail after the final newline
+    lengths = np.fromiter(map(len, pieces), np.int64, count=len(pieces)) + 1
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if len(pieces) else np.zeros(0, np.int64)
     rows: list[tuple[Any, ...]] = []
-    lines: list[int] = []
-    offsets: list[int] = []
+    kept: list[int] = []
     bad: list[tuple[int, str]] = []
     blank = 0
     loads = orjson.loads
-    position = 0
-    number = 0
-    for raw in data.split(b"\n"):
-        number += 1
-        here = position
-        position += len(raw) + 1
-        if not raw.strip():
-            if position <= len(data):
-                blank += 1
-            continue
-        try:
-            row = loads(raw)
-        except orjson.JSONDecodeError:
-            bad.append((number, "malformed JSON"))
-            continue
-        if not isinstance(row, dict):
-            bad.append((number, "not a JSON object"))
-            continue
-        fields = extract_row(row)
-        if isinstance(fields, str):
-            bad.append((number, fields))
-            continue
-        rows.append(fields)
-        lines.append(number)
-        offsets.append(start + here)
-    lines_in_range = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-    return {
-        "rows": _to_arrays(rows),
-        "line": lines,
-        "offset": offsets,
-        "bad": bad,
-        "blank": blank,
-        "lines": lines_in_range,
-    }
+    extract = extract_row
+    # Millions of small tuples are kept alive here: the cyclic GC would re-walk them again and again
+    # (they hold no cycles), so it is paused while reading.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for index, raw in enumerate(pieces):
+            try:
+                row = loads(raw)
+            except orjson.JSONDecodeError:
+                if raw.strip():
+                    bad.append((index + 1, "malformed JSON"))
+                else:
+                    blank += 1
+                continue
+            if type(row) is not dict:
+                bad.append((index + 1, "not a JSON object"))
+                continue
+            fields = extract(row)
+            if isinstance(fields, str):
+                bad.append((index + 1, fields))
+                continue
+            rows.append(fields)
+            kept.append(index)
+        arrays = _to_arrays(rows)
+    finally:
+        if enabled:
+            gc.enable()
+    where = np.array(kept, np.int64)
+    return {"rows": arrays, "line": where + 1, "offset": starts[where] + start, "bad": bad, "blank": blank,
+            "lines": len(pieces)}  # fmt: skip
 
 
 def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
@@ -151,8 +153,8 @@ def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int,
                 if key == "agent_names":
                     continue
                 pieces.setdefault(key, []).append(remap[value] if key == "agent" else value)
-            pieces.setdefault("line", []).append(np.array(part["line"], np.int64) + base)
-            pieces.setdefault("offset", []).append(np.array(part["offset"], np.int64))
+            pieces.setdefault("line", []).append(part["line"] + base)
+            pieces.setdefault("offset", []).append(part["offset"])
         base += part["lines"]
     names = list(index)
     empty = {

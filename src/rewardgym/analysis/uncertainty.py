@@ -54,8 +54,15 @@ def pass_counts(task_starts: IntArray, counted: BoolArray, passed: BoolArray) ->
     return n.astype(np.int64), s.astype(np.int64)
 
 
-def jeffreys(n: IntArray, s: IntArray, confidence: float = CONFIDENCE) -> tuple[FloatArray, FloatArray]:
+def jeffreys(
+    n: IntArray, s: IntArray, confidence: float = CONFIDENCE, *, dedupe: bool = True
+) -> tuple[FloatArray, FloatArray]:
     """Lower and upper bounds of the Jeffreys interval (NaN where n == 0)."""
+    if dedupe and n.shape[0] > 64:  # few distinct (n, s) pairs: compute each once
+        key = n.astype(np.int64) * (int(n.max()) + 1) + s
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        low, high = jeffreys(n[first], s[first], confidence, dedupe=False)
+        return low[inverse], high[inverse]
     alpha = (1.0 - confidence) / 2
     a = s + 0.5
     b = n - s + 0.5
