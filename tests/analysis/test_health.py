@@ -9,6 +9,7 @@ import orjson
 
 from rewardgym.analysis import analyze_files
 from rewardgym.analysis.health import ALL_CHECKS
+from rewardgym.analysis.health_output import TaskEntries, health_summary, summary_bytes
 from tests.analysis.helpers import inputs_for, read_lines, rollout, write
 from tests.profile.helpers import cli
 
@@ -113,3 +114,21 @@ def test_summary_orders_tasks_as_nemo_gym_does(tmp_path: Path) -> None:
     assert list(summary["tasks"]) == ["1", "10", "2"]
     verdicts = read_lines(tmp_path / "run_rollout_verdicts.jsonl")
     assert [v["_ng_task_index"] for v in verdicts] == [1, 2, 10]
+
+
+def test_summary_file_is_exactly_orjson_indented(tmp_path: Path) -> None:
+    rows = [
+        rollout(t, r, text="same" if t == 3 else None, extracted=None if t == 2 else "A")
+        for t in range(12)
+        for r in range(2)
+    ]
+    failures = [{"_ng_task_index": 40, "_ng_rollout_index": 0, "_ng_failure_class": "timeout"}]
+    result = _run(tmp_path, rows, failures)
+    summary = health_summary(result.scan.columns, result.analysis.health, 0)
+    assert isinstance(summary["tasks"], TaskEntries)
+    plain = {**summary, "tasks": summary["tasks"].as_dict()}
+    assert summary_bytes(summary) == orjson.dumps(plain, option=orjson.OPT_INDENT_2)
+    assert (tmp_path / "run_quality_summary.json").read_bytes() == summary_bytes(summary)
+    assert plain["tasks"]["3"]["flags"] == ["repeats_identical"]
+    assert plain["tasks"]["2"]["flags"] == ["task_consistently_unhealthy"]
+    assert list(plain["tasks"])[:4] == ["0", "1", "10", "11"]

@@ -31,6 +31,8 @@ from rewardgym.errors import DataError
 
 PARALLEL_FROM = 64 << 20
 """Files at least this large are read by worker processes."""
+RANGE_BYTES = 32 << 20
+"""About how much one worker task reads (bounds a worker's memory: the bytes, their lines, their rows)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ def _scan_range(path: str, start: int, end: int) -> dict[str, Any]:
         handle.seek(start)
         data = handle.read(end - start)
     pieces = data.split(b"\n")
+    del data
     if pieces and not pieces[-1]:
         pieces.pop()  # the empty tail after the final newline
     lengths = np.fromiter(map(len, pieces), np.int64, count=len(pieces)) + 1
@@ -187,7 +190,7 @@ def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
     if size < PARALLEL_FROM or cores <= 1:
         parts = [_scan_range(str(path), 0, size)]
     else:
-        ranges = _ranges(path, size, cores * 4)
+        ranges = _ranges(path, size, max(cores * 4, size // RANGE_BYTES))
         context = multiprocessing.get_context("fork")
         with context.Pool(min(cores, len(ranges))) as pool:
             parts = pool.starmap(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)

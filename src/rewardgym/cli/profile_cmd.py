@@ -124,4 +124,6 @@ def profile_command(
     if report:
         from rewardgym.cli.analyze_cmd import report_after_profile
 
+        del result  # free the profile's columns first: the analysis reads what it needs itself
+
         report_after_profile(Path(inputs), Path(rollouts))
