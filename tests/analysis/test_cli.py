@@ -96,3 +96,17 @@ def test_profile_report_adds_files_and_keeps_profile_outputs_identical(tmp_path:
     html = (tmp_path / "run_report.html").read_text()
     assert "<h3>a</h3>" in html and "<td>reward</td>" in html  # the profile's agent metrics of agent "a"
     assert "<h3>Repeat level</h3>" in html
+
+
+def test_run_file_is_shown_with_secrets_masked(tmp_path: Path) -> None:
+    inputs, rollouts = _run_files(tmp_path)
+    secret = "sk-abcdefghijklmnop1234"
+    run_file = {"version": 1, "settings": {"model": {"policy_api_key": secret, "temperature": 0.7}}}
+    (tmp_path / "run_run.json").write_bytes(orjson.dumps(run_file))
+    run = cli("eval", "analyze", "--inputs", str(inputs), "--rollouts", str(rollouts))
+    assert run.returncode == 0, run.stderr
+    doc = orjson.loads((tmp_path / "run_analysis.json").read_bytes())
+    assert doc["run"]["run_file"]["settings"]["model"] == {"policy_api_key": "***", "temperature": 0.7}
+    for name in ("run_analysis.json", "run_report.html", "run_quality_summary.json"):
+        assert secret not in (tmp_path / name).read_text(), name
+    assert "run settings (_run.json)" in (tmp_path / "run_report.html").read_text()

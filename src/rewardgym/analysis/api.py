@@ -24,7 +24,14 @@ import orjson
 from rewardgym.analysis.document import Analysis, RunFacts, Settings, analyze_columns
 from rewardgym.analysis.health_output import health_summary, write_summary, write_verdicts
 from rewardgym.analysis.scan import Scan, scan_rollouts
-from rewardgym.analysis.sidecars import AnalysisPaths, count_lines, output_paths, read_failures, wall_time
+from rewardgym.analysis.sidecars import (
+    AnalysisPaths,
+    count_lines,
+    output_paths,
+    read_failures,
+    read_run,
+    wall_time,
+)
 from rewardgym.errors import DataError
 from rewardgym.io.jsonl import atomic_write_bytes
 
@@ -86,6 +93,7 @@ def analyze_files(
         failure_tasks=failure_tasks,
         unreadable=len(scan.unreadable),
         wall_time_s=wall_time(materialized_file, rollouts),
+        run_file=read_run(paths.run_file),
     )
     analysis = analyze_columns(scan.columns, settings, facts)
     written: list[Path] = []

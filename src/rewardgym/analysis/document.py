@@ -53,6 +53,7 @@ class RunFacts:
     failure_tasks: np.ndarray | None = None
     unreadable: int = 0
     wall_time_s: float | None = None
+    run_file: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
             },
             "wall_time_s": facts.wall_time_s,
             "agents": list(columns.agents),
+            "run_file": facts.run_file,
         },
         "uncertainty": {
             "interval": "Jeffreys, Beta(s+1/2, n-s+1/2); lower 0 when s=0, upper 1 when s=n",

@@ -130,10 +130,15 @@ def _facts(doc: dict[str, Any]) -> str:
          else f"{100 * doc['uncertainty']['pass_rate_overall']:.1f} %"),
         ("agents", escape(", ".join(run["agents"]) or "–")),
     ]  # fmt: skip
+    settings = ""
+    if run.get("run_file"):
+        shown = escape(orjson.dumps(run["run_file"], option=orjson.OPT_INDENT_2).decode())
+        settings = f"<details><summary>run settings (_run.json)</summary><pre>{shown}</pre></details>"
     return (
         '<div class="facts">'
         + "".join(f"<div><span class=muted>{k}</span><b>{v}</b></div>" for k, v in items)
         + "</div>"
+        + settings
     )
 
 

@@ -28,6 +28,7 @@ class AnalysisPaths:
     materialized: Path
     agent_metrics: Path
     repeat_metrics: Path
+    run_file: Path
 
 
 def _sibling(rollouts: Path, suffix: str) -> Path:
@@ -45,6 +46,7 @@ def output_paths(rollouts: Path) -> AnalysisPaths:
         materialized=_sibling(rollouts, "_materialized_inputs.jsonl"),
         agent_metrics=_sibling(rollouts, "_agent_metrics.json"),
         repeat_metrics=_sibling(rollouts, "_repeat_level_metrics.json"),
+        run_file=_sibling(rollouts, "_run.json"),
     )
 
 
@@ -99,6 +101,15 @@ def wall_time(materialized: Path, rollouts: Path) -> float | None:
     except OSError:
         return None
     return round(end - start, 3) if end >= start else None
+
+
+def read_run(path: Path) -> dict[str, Any] | None:
+    """The run fingerprint ``<stem>_run.json`` (input hashes and the settings that shaped the run), with
+    every secret-looking value masked once more (the collector already writes it redacted)."""
+    from rewardgym.config.secrets import redact
+
+    value = read_json(path)
+    return redact(value) if isinstance(value, dict) else None
 
 
 def read_json(path: Path) -> Any:
