@@ -33,9 +33,9 @@ svg .legend.s2{fill:#3c9a5f}svg .cell{fill:var(--strong)}
 .controls input,.controls select{font:inherit;padding:3px 6px}
 #viewport{height:480px;overflow-y:auto;border:1px solid var(--line);position:relative;background:#fff}
 #spacer{position:relative}.row{position:absolute;left:0;right:0;height:24px;display:grid;
-grid-template-columns:90px 60px 60px 80px 130px 110px 70px 90px 90px 1fr;gap:6px;padding:2px 8px;cursor:pointer;
+grid-template-columns:80px 60px 60px 80px 130px 90px 80px 90px 100px 1fr;gap:6px;padding:2px 8px;cursor:pointer;
 border-bottom:1px solid #f0f2f6;white-space:nowrap;overflow:hidden}.row:hover{background:#eef3fb}
-.head{display:grid;grid-template-columns:90px 60px 60px 80px 130px 110px 70px 90px 90px 1fr;gap:6px;padding:4px 8px;
+.head{display:grid;grid-template-columns:80px 60px 60px 80px 130px 90px 80px 90px 100px 1fr;gap:6px;padding:4px 8px;
 font-weight:600;color:var(--muted);border:1px solid var(--line);border-bottom:0;background:var(--bg)}
 .head span{cursor:pointer;user-select:none}.head span[data-dir]::after{content:attr(data-dir)}
 #detail{margin-top:12px}.cut{color:var(--bad);font-weight:600}.pass{color:var(--ok);font-weight:600}

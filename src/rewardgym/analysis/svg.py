@@ -181,6 +181,8 @@ def heatmap(
 
 
 def _nice(value: float) -> float:
+    if value <= 20:  # small counts: a multiple of 4, so the four grid steps are whole numbers
+        return float(math.ceil(value / 4) * 4)
     exponent = 10.0 ** math.floor(math.log10(value))
     for step in (1.0, 2.0, 2.5, 5.0, 10.0):
         if value <= step * exponent:
