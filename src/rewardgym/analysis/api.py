@@ -9,7 +9,7 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
   before anything is written; ``strict=False`` (health-check) turns it into a ``record_unreadable`` finding;
 - writes, each by temp file + rename: ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``,
   ``<stem>_quality_summary.json`` and (``report=True``) ``<stem>_report.html``; ``health_only=True``
-  writes just the two health files.
+  writes just the two health files; ``scan`` is an already-read rollouts file (``profile --report``).
 """
 
 from __future__ import annotations
@@ -70,13 +70,15 @@ def analyze_files(
     report: bool = True,
     health_only: bool = False,
     workers: int | None = None,
+    scan: Scan | None = None,
 ) -> AnalyzeResult:
     """Analyze one run and write its files (see module doc)."""
     started = time.perf_counter()
     settings = settings or Settings()
     if inputs is not None and not inputs.is_file():
         raise DataError(f"Input file not found: '{inputs}' (--inputs)")
-    scan = scan_rollouts(rollouts, workers=workers)
+    if scan is None:
+        scan = scan_rollouts(rollouts, workers=workers)
     if strict and scan.unreadable:
         line, error = scan.unreadable[0]
         raise DataError(f"{rollouts}:{line}: {error}")

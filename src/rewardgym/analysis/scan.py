@@ -9,7 +9,8 @@ Contract of :func:`scan_rollouts`:
   out of the columns and listed in :attr:`Scan.unreadable` as ``(line, error)`` with 1-based line
   numbers (blank lines are skipped and counted, as NeMo Gym's health check does). The caller decides
   whether that is fatal (``gym eval analyze``) or a finding (``gym eval health-check``);
-- the columns come back sorted by (task, rollout, line).
+- the columns come back sorted by (task, rollout, line);
+- :class:`BackgroundScan` runs the same read in a forked process while the caller does other work.
 """
 
 from __future__ import annotations
@@ -187,8 +188,10 @@ def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
     if path.is_dir():
         raise DataError(f"'{path}' (--rollouts) is a directory, not a JSONL file")
     cores = workers if workers is not None else (os.cpu_count() or 1)
-    if size < PARALLEL_FROM or cores <= 1:
+    if size < PARALLEL_FROM:
         parts = [_scan_range(str(path), 0, size)]
+    elif cores <= 1:  # range by range, so memory stays bounded
+        parts = [_scan_range(str(path), a, b) for a, b in _ranges(path, size, size // RANGE_BYTES)]
     else:
         ranges = _ranges(path, size, max(cores * 4, size // RANGE_BYTES))
         context = multiprocessing.get_context("fork")
@@ -196,3 +199,29 @@ def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
             parts = pool.starmap(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
     columns, bad, blank = _merge(parts)
     return Scan(columns=sorted_columns(columns), unreadable=bad, blank_lines=blank, path=path)
+
+
+class BackgroundScan:
+    """:func:`scan_rollouts` in forked processes, started now and collected later.
+
+    ``gym eval profile --report`` starts it before profiling: the profiler leaves much of the second core
+    idle (it waits on its readers and on its writes), and the analysis read fills that time instead of
+    following the profile. :meth:`result` returns the scan (re-raising its error); :meth:`cancel` stops
+    it.
+    """
+
+    def __init__(self, path: Path, workers: int = 1) -> None:
+        self._pool = multiprocessing.get_context("fork").Pool(1)
+        self._job = self._pool.apply_async(scan_rollouts, (path,), {"workers": workers})
+
+    def result(self) -> Scan:
+        try:
+            scan: Scan = self._job.get()
+        finally:
+            self._pool.close()
+            self._pool.join()
+        return scan
+
+    def cancel(self) -> None:
+        self._pool.terminate()
+        self._pool.join()

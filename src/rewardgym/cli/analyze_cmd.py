@@ -23,6 +23,7 @@ from rich.console import Console
 
 from rewardgym.analysis.api import AnalyzeResult, analyze_files
 from rewardgym.analysis.document import Settings
+from rewardgym.analysis.scan import Scan
 from rewardgym.cli.main import eval_app
 from rewardgym.errors import UsageError
 
@@ -108,9 +109,9 @@ def print_result(result: AnalyzeResult) -> None:
         console.print(f"Wrote {path}", markup=False)
 
 
-def report_after_profile(inputs: Path, rollouts: Path) -> None:
+def report_after_profile(inputs: Path, rollouts: Path, scan: Scan | None = None) -> None:
     """``gym eval profile --report``: analyze the profiled run with default settings and print it."""
-    print_result(analyze_files(inputs, rollouts))
+    print_result(analyze_files(inputs, rollouts, scan=scan))
 
 
 def health_after_run(rollouts: Path) -> None:

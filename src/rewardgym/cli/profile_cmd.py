@@ -116,14 +116,23 @@ def profile_command(
     if override is not None and allow_partial_rollouts and not override:
         raise UsageError("--allow-partial-rollouts contradicts ++allow_partial_rollouts=false")
     allow_partial = allow_partial_rollouts if override is None else override
-    result = profile_files(Path(inputs), Path(rollouts), allow_partial=allow_partial)
+    background = None
+    if report:  # read the rollouts for the analysis on the core the profiler leaves idle
+        from rewardgym.analysis.scan import BackgroundScan
+
+        background = BackgroundScan(Path(rollouts))
+    try:
+        result = profile_files(Path(inputs), Path(rollouts), allow_partial=allow_partial)
+    except BaseException:
+        if background is not None:
+            background.cancel()
+        raise
     assert result.paths is not None
     for line in summary_lines(result.completion, result.masked_rollouts, result.paths):
         typer.echo(line)
     _print_summary(result, time.perf_counter() - started)
-    if report:
+    if background is not None:
         from rewardgym.cli.analyze_cmd import report_after_profile
 
-        del result  # free the profile's columns first: the analysis reads what it needs itself
-
-        report_after_profile(Path(inputs), Path(rollouts))
+        del result  # free the profile's columns first: the analysis has read what it needs itself
+        report_after_profile(Path(inputs), Path(rollouts), background.result())
