@@ -132,3 +132,9 @@ def test_summary_file_is_exactly_orjson_indented(tmp_path: Path) -> None:
     assert plain["tasks"]["3"]["flags"] == ["repeats_identical"]
     assert plain["tasks"]["2"]["flags"] == ["task_consistently_unhealthy"]
     assert list(plain["tasks"])[:4] == ["0", "1", "10", "11"]
+
+
+def test_lines_without_a_response_are_not_judged_hollow(tmp_path: Path) -> None:
+    rows = [{"_ng_task_index": 0, "_ng_rollout_index": r, "reward": 1.0} for r in range(2)]
+    result = _run(tmp_path, [*rows, rollout(1, 0, text="")])
+    assert result.analysis.health.rollout_flags["agent_turn_hollow"].tolist() == [False, False, True]

@@ -59,6 +59,8 @@ class RolloutColumns:
     agent: IntArray
     """Index of ``agent_ref.name`` in ``agents`` (-1 none)."""
     agents: tuple[str, ...]
+    has_response: BoolArray
+    """The line has a ``response`` object (without one, response checks have nothing to look at)."""
 
     def __len__(self) -> int:
         return int(self.task.shape[0])

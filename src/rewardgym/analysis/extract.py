@@ -36,10 +36,11 @@ FIELDS = (
     "text_hash",
     "masked",
     "agent",
+    "has_response",
 )
 
 Row = tuple[
-    int, int, float, float, float, float, float, bool, int, int, int, float, int, int, bool, str | None
+    int, int, float, float, float, float, float, bool, int, int, int, float, int, int, bool, str | None, bool
 ]
 NAN = math.nan
 _MASK = (1 << 64) - 1
@@ -180,4 +181,5 @@ def extract_row(row: dict[str, Any]) -> Row | str:
         (hash(text) & _MASK) or 1 if text else 0,
         bool(row.get("mask_sample")),
         agent if type(agent) is str else None,
+        type(response) is dict,
     )

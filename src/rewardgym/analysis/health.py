@@ -5,8 +5,8 @@ Contract of :func:`health_checks`:
 - rollout checks give one boolean per rollout line; a rollout with any finding is ``unhealthy``, else
   ``healthy`` (every check here reads the rollout line itself, so none is ever unobserved). Ids shared
   with NeMo Gym 0.7.0 keep its meaning (docs/reference/health_check.md §2.3): ``record_unreadable``,
-  ``rollout_duplicate_identity``, ``agent_turn_hollow`` (the final response has no message text, no
-  reasoning and no tool call), ``model_call_zero_completion_tokens`` (``usage.output_tokens == 0``),
+  ``rollout_duplicate_identity``, ``agent_turn_hollow`` (the line has a response, and it has no message
+  text, no reasoning and no tool call), ``model_call_zero_completion_tokens`` (``usage.output_tokens == 0``),
   ``model_call_runaway_generation`` (cut off at a length limit with no content). Ours:
   ``no_extracted_answer`` (``extracted_answer`` present but null or empty), ``rollout_cut_off``,
   ``reward_out_of_range`` (outside the declared range, or not a number);
@@ -135,7 +135,7 @@ def _rollout_flags(
     flags = {
         "record_unreadable": np.zeros(n, np.bool_),
         "rollout_duplicate_identity": duplicates > 1,
-        "agent_turn_hollow": ~content,
+        "agent_turn_hollow": columns.has_response & ~content,
         "model_call_zero_completion_tokens": columns.output_tokens == 0,
         "model_call_runaway_generation": cut & (columns.text_chars == 0) & (columns.tool_calls == 0),
         "no_extracted_answer": columns.extracted == 0,

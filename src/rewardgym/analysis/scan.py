@@ -135,6 +135,7 @@ def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
         "masked": np.array(cols[14], np.bool_),
         "agent_names": agents,
         "agent": np.array([-1 if a is None else lookup[a] for a in cols[15]], np.int64),
+        "has_response": np.array(cols[16], np.bool_),
     }
 
 
@@ -166,7 +167,7 @@ def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int,
         "input_tokens": np.float64, "output_tokens": np.float64, "total_tokens": np.float64,
         "cap": np.float64, "incomplete": np.bool_, "text_chars": np.int64, "reasoning_chars": np.int64,
         "tool_calls": np.int64, "turns": np.float64, "extracted": np.int8, "text_hash": np.uint64,
-        "masked": np.bool_, "agent": np.int64,
+        "masked": np.bool_, "agent": np.int64, "has_response": np.bool_,
     }  # fmt: skip
     merged = {
         key: np.concatenate(pieces[key]) if key in pieces else np.zeros(0, dtype)
