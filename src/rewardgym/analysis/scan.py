@@ -176,8 +176,7 @@ def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int,
     return RolloutColumns(agents=tuple(names), **merged), bad, blank
 
 
-def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
-    """Read ``path`` into sorted columns (see module doc)."""
+def _file_size(path: Path) -> int:
     try:
         size = path.stat().st_size
         with open(path, "rb"):
@@ -188,40 +187,53 @@ def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
         raise DataError(f"Cannot read '{path}' (--rollouts): {exc.strerror}") from None
     if path.is_dir():
         raise DataError(f"'{path}' (--rollouts) is a directory, not a JSONL file")
+    return size
+
+
+def _scan(path: Path, parts: list[dict[str, Any]]) -> Scan:
+    columns, bad, blank = _merge(parts)
+    return Scan(columns=sorted_columns(columns), unreadable=bad, blank_lines=blank, path=path)
+
+
+def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
+    """Read ``path`` into sorted columns (see module doc)."""
+    size = _file_size(path)
     cores = workers if workers is not None else (os.cpu_count() or 1)
-    if size < PARALLEL_FROM:
-        parts = [_scan_range(str(path), 0, size)]
-    elif cores <= 1:  # range by range, so memory stays bounded
-        parts = [_scan_range(str(path), a, b) for a, b in _ranges(path, size, size // RANGE_BYTES)]
+    if size < PARALLEL_FROM or cores <= 1:
+        parts = [_scan_range(str(path), a, b) for a, b in _ranges(path, size, max(1, size // RANGE_BYTES))]
     else:
         ranges = _ranges(path, size, max(cores * 4, size // RANGE_BYTES))
         context = multiprocessing.get_context("fork")
         with context.Pool(min(cores, len(ranges))) as pool:
             parts = pool.starmap(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
-    columns, bad, blank = _merge(parts)
-    return Scan(columns=sorted_columns(columns), unreadable=bad, blank_lines=blank, path=path)
+    return _scan(path, parts)
 
 
 class BackgroundScan:
-    """:func:`scan_rollouts` in forked processes, started now and collected later.
+    """:func:`scan_rollouts` in forked processes (one per core), started now and collected later.
 
-    ``gym eval profile --report`` starts it before profiling: the profiler leaves much of the second core
-    idle (it waits on its readers and on its writes), and the analysis read fills that time instead of
-    following the profile. :meth:`result` returns the scan (re-raising its error); :meth:`cancel` stops
-    it.
+    ``gym eval profile --report`` starts it before profiling, so the analysis read shares the cores with
+    the profiler — which leaves one mostly idle while it merges and writes — instead of following it; once
+    the profile is done the readers have both cores. (Niced readers were tried: on a shared machine they
+    lose to every other job and finish later.) :meth:`result` returns the scan (re-raising its error);
+    :meth:`cancel` stops it.
     """
 
-    def __init__(self, path: Path, workers: int = 1) -> None:
-        self._pool = multiprocessing.get_context("fork").Pool(1)
-        self._job = self._pool.apply_async(scan_rollouts, (path,), {"workers": workers})
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        size = _file_size(path)
+        cores = max(1, os.cpu_count() or 1)
+        ranges = _ranges(path, size, max(cores * 4, size // RANGE_BYTES)) if size else [(0, 0)]
+        self._pool = multiprocessing.get_context("fork").Pool(cores)
+        self._job = self._pool.starmap_async(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
 
     def result(self) -> Scan:
         try:
-            scan: Scan = self._job.get()
+            parts: list[dict[str, Any]] = self._job.get()
         finally:
             self._pool.close()
             self._pool.join()
-        return scan
+        return _scan(self._path, parts)
 
     def cancel(self) -> None:
         self._pool.terminate()
