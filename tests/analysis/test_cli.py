@@ -110,3 +110,12 @@ def test_run_file_is_shown_with_secrets_masked(tmp_path: Path) -> None:
     for name in ("run_analysis.json", "run_report.html", "run_quality_summary.json"):
         assert secret not in (tmp_path / name).read_text(), name
     assert "run settings (_run.json)" in (tmp_path / "run_report.html").read_text()
+
+
+def test_profile_report_on_bad_input_writes_nothing(tmp_path: Path) -> None:
+    inputs, rollouts = _run_files(tmp_path)
+    rollouts.write_bytes(rollouts.read_bytes() + b"{broken\n")
+    run = cli("eval", "profile", "--inputs", str(inputs), "--rollouts", str(rollouts), "--report")
+    assert run.returncode == 1
+    assert run.stderr.startswith(f"Error: {rollouts}:13") and run.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "run_materialized_inputs.jsonl"]
