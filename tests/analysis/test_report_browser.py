@@ -36,7 +36,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 rollout(
                     task, rep, reward=float(passed), out_tokens=100 if cut else 20 + task % 50 + rep,
                     status="incomplete" if cut else "completed", cap=100,
-                    text=f"The answer to task {task} is <b>{rep}</b> </script>",
+                    text=f"The answer to task {task} is <b>{rep}</b> </script> <!-- <script>",
                     extracted=None if task % 17 == 0 else "A",
                 )
             )  # fmt: skip
@@ -108,5 +108,5 @@ def test_filter_sort_and_open_a_task(browser_page: tuple[Page, list[str], list[s
     page.wait_for_selector("#detail-table")
     cells = page.eval_on_selector_all("#detail-table tr", "rows => rows.length")
     assert cells == 5  # header + 4 rollouts
-    assert "is <b>0</b>" in page.inner_text("#detail-table")  # response text shown as text, not HTML
+    assert "is <b>0</b> </script> <!-- <script>" in page.inner_text("#detail-table")  # as text, not HTML
     assert errors == []

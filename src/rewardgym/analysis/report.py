@@ -102,7 +102,9 @@ def _data(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) ->
         "row_task": {str(k): int(analysis.task_pos[k]) for k in texts},
     }  # fmt: skip
     raw = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY)
-    return raw.replace(b"</", b"<\\/")
+    # "<" only occurs inside JSON strings: escaping every one keeps "</script>" and "<!--" in response
+    # text from ending or confusing the script block.
+    return raw.replace(b"<", b"\\u003c")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
