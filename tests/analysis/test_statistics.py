@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
 
+from rewardgym.analysis import Settings, analyze_files
 from rewardgym.analysis.grpo import Forecast, beta_all_equal, binary_tasks, value_frequencies
 from rewardgym.analysis.length import length_analysis, segment_medians, within_task_ranks
 from rewardgym.analysis.uncertainty import band_of, jeffreys, settled_in_band, task_passes
 from rewardgym.profile.report import band_counts
+from tests.analysis.helpers import rollout, write
 
 
 def test_jeffreys_matches_beta_quantiles() -> None:
@@ -174,3 +177,20 @@ def test_length_analysis_against_plain_computation() -> None:
     assert result["spearman"]["pooled"] == pytest.approx(stats.spearmanr(tokens, reward).statistic)
     deciles = result["deciles"]
     assert sum(d["rollouts"] for d in deciles) == tasks * reps and len(deciles) == 10
+
+
+def test_split_half_on_rollout_files(tmp_path: Path) -> None:
+    """The forecast read from a rollouts file of repeats 0–7 predicts groups drawn from repeats 8–15."""
+    rng = np.random.default_rng(5)
+    tasks, half, g = 1500, 8, 4
+    p = rng.beta(0.5, 0.5, tasks)
+    passed = rng.random((tasks, 2 * half)) < p[:, None]
+    rows = [rollout(t, r, reward=float(passed[t, r])) for t in range(tasks) for r in range(2 * half)]
+    first = write(tmp_path / "first.jsonl", [row for row in rows if row["_ng_rollout_index"] < half])
+    settings = Settings(group_sizes=(g,), default_group=g)
+    forecast = analyze_files(None, first, settings, report=False).analysis.document["grpo"]["groups"][0][
+        "all"
+    ]
+    s2 = passed[:, half:].sum(1)
+    other = np.mean([(math.comb(int(k), g) + math.comb(half - int(k), g)) / math.comb(half, g) for k in s2])
+    assert forecast == pytest.approx(1 - other, abs=0.03)
