@@ -147,7 +147,9 @@ def extract_row(row: dict[str, Any]) -> Row | str:
                     texts.append(content)
             else:
                 calls = _texts(output, texts, reasoning)
-            text = "".join(texts).strip()
+            text = "".join(texts)
+            if text and (text[0].isspace() or text[-1].isspace()):  # strip only when needed (a copy)
+                text = text.strip()
             reasoning_chars = sum(len(r.strip()) for r in reasoning)
     if math.isnan(total):  # no total_tokens
         total = tokens_in + tokens_out

@@ -111,32 +111,29 @@ def _scan_range(path: str, start: int, end: int) -> dict[str, Any]:
             "lines": len(pieces)}  # fmt: skip
 
 
+_ROW_DTYPE = np.dtype(
+    [
+        ("task", np.int64), ("rollout", np.int64), ("reward", np.float64), ("input_tokens", np.float64),
+        ("output_tokens", np.float64), ("total_tokens", np.float64), ("cap", np.float64),
+        ("incomplete", np.bool_), ("text_chars", np.int64), ("reasoning_chars", np.int64),
+        ("tool_calls", np.int64), ("turns", np.float64), ("extracted", np.int8), ("text_hash", np.uint64),
+        ("masked", np.bool_), ("agent_name", object), ("has_response", np.bool_),
+    ]
+)  # fmt: skip
+"""One extracted row (:data:`rewardgym.analysis.extract.FIELDS`): numpy builds the table in one C pass."""
+
+
 def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     if not rows:
         return {}
-    cols = list(zip(*rows, strict=True))
-    agents = sorted({a for a in cols[15] if a is not None})
+    table = np.array(rows, dtype=_ROW_DTYPE)
+    out: dict[str, Any] = {name: np.ascontiguousarray(table[name]) for name in _ROW_DTYPE.names or ()}
+    names = out.pop("agent_name")
+    agents = sorted({a for a in set(names.tolist()) if a is not None})
     lookup = {a: i for i, a in enumerate(agents)}
-    return {
-        "task": np.array(cols[0], np.int64),
-        "rollout": np.array(cols[1], np.int64),
-        "reward": np.array(cols[2], np.float64),
-        "input_tokens": np.array(cols[3], np.float64),
-        "output_tokens": np.array(cols[4], np.float64),
-        "total_tokens": np.array(cols[5], np.float64),
-        "cap": np.array(cols[6], np.float64),
-        "incomplete": np.array(cols[7], np.bool_),
-        "text_chars": np.array(cols[8], np.int64),
-        "reasoning_chars": np.array(cols[9], np.int64),
-        "tool_calls": np.array(cols[10], np.int64),
-        "turns": np.array(cols[11], np.float64),
-        "extracted": np.array(cols[12], np.int8),
-        "text_hash": np.array(cols[13], np.uint64),
-        "masked": np.array(cols[14], np.bool_),
-        "agent_names": agents,
-        "agent": np.array([-1 if a is None else lookup[a] for a in cols[15]], np.int64),
-        "has_response": np.array(cols[16], np.bool_),
-    }
+    out["agent_names"] = agents
+    out["agent"] = np.array([-1 if a is None else lookup[a] for a in names.tolist()], np.int64)
+    return out
 
 
 def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int, str]], int]:
