@@ -1,6 +1,6 @@
 """Dataset-level health verdicts from the per-rollout and per-task flags (pure; no I/O).
 
-Contract of :func:`dataset_findings`: one :class:`~rewardgym.analysis.health.Finding` per check that fired,
+Contract of :func:`dataset_findings`: one :class:`Finding` per check that fired,
 with the thresholds below, its evidence in words and a likely fix, most severe first.
 
 | check | warning | error |
@@ -17,14 +17,44 @@ with the thresholds below, its evidence in words and a likely fix, most severe f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rewardgym.analysis.columns import RolloutColumns
 
 if TYPE_CHECKING:
-    from rewardgym.analysis.health import Finding, Health
+    from rewardgym.analysis.health import Health
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One dataset-level health verdict."""
+
+    check: str
+    severity: str
+    count: int
+    of: int
+    unit: str
+    evidence: str
+    fix: str
+    examples: list[tuple[int, int | None]] = field(default_factory=list)
+    """(task, rollout) keys; rollout None for a task-level finding."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "count": self.count,
+            "of": self.of,
+            "unit": self.unit,
+            "share": self.count / self.of if self.of else None,
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "examples": [{"_ng_task_index": t, "_ng_rollout_index": r} for t, r in self.examples],
+        }
+
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1}
 
@@ -49,8 +79,6 @@ def dataset_findings(
     *,
     materialized: int | None,
 ) -> list[Finding]:
-    from rewardgym.analysis.health import Finding
-
     total = len(columns) + health.unreadable
     rows = len(columns)
     out: list[Finding] = []

@@ -15,19 +15,21 @@ Contract of :func:`health_checks`:
   ``repeats_identical`` (≥ 2 repeats, all with the same non-empty response text),
   ``task_zero_all_cut_off`` (0 % pass rate and every rollout cut off: not hard, truncated);
 - run checks: ``collection_failures`` (the failures sidecar, by class);
-- :class:`Finding` is one dataset-level verdict: severity (``error`` / ``warning``), counts, the
-  evidence in words, a likely fix and up to 5 example (task, rollout) keys. The overall verdict is
+- a :class:`~rewardgym.analysis.findings.Finding` is one dataset-level verdict: severity (``error`` /
+  ``warning``), counts, the evidence in words, a likely fix and up to 5 example (task, rollout) keys
+  (:mod:`rewardgym.analysis.findings` has the thresholds). The overall verdict is
   ``unhealthy`` with any error, ``warnings`` with only warnings, else ``healthy``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from rewardgym.analysis.columns import BoolArray, IntArray, RolloutColumns
+from rewardgym.analysis.findings import Finding, dataset_findings
 
 ROLLOUT_CHECKS = (
     "record_unreadable",
@@ -56,34 +58,6 @@ DETAILS: dict[str, dict[str, Any]] = {
     "rollout_cut_off": {"reason": "response cut off at the output-token limit"},
     "reward_out_of_range": {},
 }
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One dataset-level health verdict."""
-
-    check: str
-    severity: str
-    count: int
-    of: int
-    unit: str
-    evidence: str
-    fix: str
-    examples: list[tuple[int, int | None]] = field(default_factory=list)
-    """(task, rollout) keys; rollout None for a task-level finding."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "severity": self.severity,
-            "count": self.count,
-            "of": self.of,
-            "unit": self.unit,
-            "share": self.count / self.of if self.of else None,
-            "evidence": self.evidence,
-            "fix": self.fix,
-            "examples": [{"_ng_task_index": t, "_ng_rollout_index": r} for t, r in self.examples],
-        }
 
 
 @dataclass(frozen=True)
@@ -183,8 +157,6 @@ def health_checks(
     unreadable: int = 0,
 ) -> Health:
     """Every check (see module doc); ``passes`` per task of ``task_ids``."""
-    from rewardgym.analysis.findings import dataset_findings
-
     flags, duplicates = _rollout_flags(columns, reward_range)
     unhealthy = np.zeros(len(columns), np.bool_)
     for flag in flags.values():
@@ -203,4 +175,4 @@ def health_checks(
     findings = dataset_findings(
         health, columns, reward_range, failure_classes or {}, materialized=materialized
     )
-    return Health(**{**health.__dict__, "findings": findings})
+    return replace(health, findings=findings)
