@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Debian's chromium runs the HTML report's browser tests (Playwright drives it via executable_path).
+CHROMIUM ?= /usr/bin/chromium
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install model demo test lint typecheck pytest format clean
 
@@ -10,6 +13,8 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@test -x $(CHROMIUM) || { echo "Installing Debian's chromium (for the report's browser tests)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -53,6 +53,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.model_cmd",
     "rewardgym.cli.envlist_cmd",
     "rewardgym.cli.envnew_cmd",
+    "rewardgym.cli.analyze_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -66,6 +67,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.model_cmd": "model",
     "rewardgym.cli.envlist_cmd": "env",
     "rewardgym.cli.envnew_cmd": "env",
+    "rewardgym.cli.analyze_cmd": "eval",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -75,6 +77,7 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.env_cmd": {"start", "status", "stop"},
     "rewardgym.cli.envlist_cmd": {"list"},
     "rewardgym.cli.envnew_cmd": {"new"},
+    "rewardgym.cli.analyze_cmd": {"analyze", "health-check"},
 }
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
 

@@ -1,12 +1,14 @@
 """``gym eval profile``: reward profiles of a rollout collection (NeMo Gym 0.7.0-compatible outputs).
 
 ``gym eval profile --inputs X_materialized_inputs.jsonl --rollouts X.jsonl [--allow-partial-rollouts]
-[--allow-non-numeric-rewards] [++allow_partial_rollouts=True] [++allow_non_numeric_rewards=True]``
+[--allow-non-numeric-rewards] [--report] [++allow_partial_rollouts=True]
+[++allow_non_numeric_rewards=True]``
 writes ``X_reward_profiling.jsonl``, ``X_agent_metrics.json`` and ``X_repeat_level_metrics.json`` next
 to the rollouts, prints NeMo Gym's summary lines, then a table of tasks by pass-rate band, the mean
-reward with its 95 % interval and the wall time. Bad input exits 1 with one ``Error: …`` line (a
-measured rollout whose ``reward`` is not a number included, unless ``--allow-non-numeric-rewards``:
-NeMo Gym's silent behaviour); a bad flag or override exits 2.
+reward with its 95 % interval and the wall time; ``--report`` then runs ``gym eval analyze`` on the same
+files (see :mod:`rewardgym.cli.analyze_cmd`). Bad input exits 1 with one ``Error: …`` line (a measured
+rollout whose ``reward`` is not a number included, unless ``--allow-non-numeric-rewards``: NeMo Gym's
+silent behaviour); a bad flag or override exits 2.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from rewardgym.cli.overrides import split_overrides
 from rewardgym.errors import UsageError
 from rewardgym.profile import BAND_LABELS, ProfileResult, profile_files, summary_lines
 
-_OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts", "--allow-non-numeric-rewards")
+_OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts", "--allow-non-numeric-rewards", "--report")
 _OVERRIDE_KEYS = ("allow_partial_rollouts", "allow_non_numeric_rewards")
 _TRUE = frozenset(("true", "1", "yes"))
 _FALSE = frozenset(("false", "0", "no"))
@@ -131,6 +133,13 @@ def profile_command(
             "(same as ++allow_non_numeric_rewards=True).",
         ),
     ] = False,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report",
+            help="Also run 'gym eval analyze': <stem>_analysis.json, health files and <stem>_report.html.",
+        ),
+    ] = False,
 ) -> None:
     started = time.perf_counter()
     overrides = overrides_of(split_overrides(ctx.args, _OPTIONS))
@@ -140,10 +149,25 @@ def profile_command(
     lenient = _flag(
         allow_non_numeric_rewards, overrides, "allow_non_numeric_rewards", "--allow-non-numeric-rewards"
     )
-    result = profile_files(
-        Path(inputs), Path(rollouts), allow_partial=allow_partial, allow_non_numeric_rewards=lenient
-    )
+    background = None
+    if report:  # read the rollouts for the analysis on the core the profiler leaves idle
+        from rewardgym.analysis.scan import BackgroundScan
+
+        background = BackgroundScan(Path(rollouts))
+    try:
+        result = profile_files(
+            Path(inputs), Path(rollouts), allow_partial=allow_partial, allow_non_numeric_rewards=lenient
+        )
+    except BaseException:
+        if background is not None:
+            background.cancel()
+        raise
     assert result.paths is not None
     for line in summary_lines(result.completion, result.masked_rollouts, result.paths):
         typer.echo(line)
     _print_summary(result, time.perf_counter() - started)
+    if background is not None:
+        from rewardgym.cli.analyze_cmd import report_after_profile
+
+        del result  # free the profile's columns first: the analysis has read what it needs itself
+        report_after_profile(Path(inputs), Path(rollouts), background.result())

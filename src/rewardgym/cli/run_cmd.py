@@ -54,7 +54,7 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout", "--shard",
+    "--startup-timeout", "--shard", "--no-health-check",
 ]  # fmt: skip
 
 EXIT_FAILURE_RATE = 3
@@ -211,6 +211,9 @@ def run(
     model_url: ModelUrlOpt = None,
     model_api_key: ModelApiKeyOpt = None,
     model_api_key_file: ModelApiKeyFileOpt = None,
+    no_health_check: Annotated[
+        bool, typer.Option("--no-health-check", help="Skip the health check.")
+    ] = False,
 ) -> None:
     """Collect rollouts: materialize the input rows, run them through the agents, record each result.
 
@@ -300,6 +303,10 @@ def run(
         )
     if code:
         raise typer.Exit(code)
+    if not (no_health_check or _as_bool(cfg, "disable_health_check")):
+        from rewardgym.cli.analyze_cmd import health_after_run
+
+        health_after_run(output)
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:

@@ -1,0 +1,104 @@
+"""Time ``gym eval profile --report`` against ``gym eval profile`` alone on the generated benchmark set.
+
+For the given size (rollouts = tasks × 4) the files come from ``benchmarks/profile/generate.py`` (seeded;
+reused when present in ``--workdir``). Each measurement runs the CLI in a fresh interpreter and reports
+its wall time and peak memory — the sampled peak of the summed PSS of the process and its forked workers
+(every 50 ms), as ``benchmarks/profile/run_benchmark.py`` does — and, for ``--report``, the size of the
+HTML page. The two commands alternate ``--repeat`` times so machine load hits both alike.
+
+Usage::
+
+    python benchmarks/analysis/run_benchmark.py --size 1000000 --workdir /tmp/profile-bench --repeat 2
+
+Targets (issue #12): ``profile --report`` ≤ 1.5 × ``profile`` alone, ≤ 1 GiB peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "profile"))
+
+from generate import generate  # noqa: E402
+from run_benchmark import _sample_tree  # noqa: E402
+
+REPEATS = 4
+_RUNNER = """
+import sys, time
+started = time.perf_counter()
+from rewardgym.cli.main import main
+code = main(["eval", "profile", "--inputs", sys.argv[1], "--rollouts", sys.argv[2], *sys.argv[3:]])
+print(f"BENCH {time.perf_counter() - started} {code}", file=sys.stderr)
+"""
+
+
+def run_cli(inputs: Path, rollouts: Path, extra: list[str]) -> dict[str, float]:
+    """One fresh-process run: wall seconds and peak PSS of the process tree (MiB)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _RUNNER, str(inputs), str(rollouts), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stop = threading.Event()
+    peak = [0]
+    sampler = threading.Thread(target=_sample_tree, args=(proc.pid, stop, peak), daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - started
+    stop.set()
+    sampler.join()
+    lines = [line for line in err.splitlines() if line.startswith("BENCH ")]
+    if proc.returncode != 0 or not lines or lines[-1].split()[2] != "0":
+        raise SystemExit(f"run failed ({proc.returncode}):\n{out}\n{err}")
+    return {"wall_s": wall, "pss_peak_mib": peak[0] / (1 << 20)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=1_000_000, help="rollouts (tasks × 4)")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/profile-bench"))
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args()
+    folder = args.workdir / f"n{args.size}"
+    inputs, rollouts = folder / "bench_materialized_inputs.jsonl", folder / "bench.jsonl"
+    if not (inputs.exists() and rollouts.exists()):
+        generate(folder, args.size // REPEATS, REPEATS, seed=args.size)
+    report = folder / "bench_report.html"
+    results = []
+    for _ in range(args.repeat):
+        plain = run_cli(inputs, rollouts, [])
+        full = run_cli(inputs, rollouts, ["--report"])
+        row = {
+            "rollouts": args.size,
+            "profile_s": round(plain["wall_s"], 2),
+            "profile_pss_mib": round(plain["pss_peak_mib"]),
+            "profile_report_s": round(full["wall_s"], 2),
+            "profile_report_pss_mib": round(full["pss_peak_mib"]),
+            "ratio": round(full["wall_s"] / plain["wall_s"], 3),
+            "report_mb": round(report.stat().st_size / 1e6, 1),
+            "analysis_json_mb": round((folder / "bench_analysis.json").stat().st_size / 1e6, 1),
+        }
+        results.append(row)
+        print(
+            f"{args.size:,} rollouts: profile {row['profile_s']:.2f} s ({row['profile_pss_mib']} MiB), "
+            f"profile --report {row['profile_report_s']:.2f} s ({row['profile_report_pss_mib']} MiB), "
+            f"ratio {row['ratio']:.2f}; report {row['report_mb']} MB, "
+            f"analysis.json {row['analysis_json_mb']} MB",
+            flush=True,
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""``gym eval analyze`` as a function: read a run, compute the analysis, write its files.
+
+Contract of :func:`analyze_files(inputs, rollouts, settings)`:
+
+- reads ``rollouts`` (and, when they sit beside it, ``<stem>_failures.jsonl``, the materialized inputs,
+  the profile's agent / repeat-level metrics); ``inputs`` may be None (then the sibling materialized
+  inputs file, if any, is used for the count of materialized rollouts);
+- ``strict=True`` (analyze) makes an unreadable rollout line a :class:`DataError` naming ``file:line``
+  before anything is written; ``strict=False`` (health-check) turns it into a ``record_unreadable`` finding;
+- writes, each by temp file + rename: ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``,
+  ``<stem>_quality_summary.json`` and (``report=True``) ``<stem>_report.html``; ``health_only=True``
+  writes just the two health files; ``scan`` is an already-read rollouts file (``profile --report``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rewardgym.analysis.document import Analysis, RunFacts, Settings, analyze_columns
+from rewardgym.analysis.health_output import health_summary, write_summary, write_verdicts
+from rewardgym.analysis.scan import Scan, scan_rollouts
+from rewardgym.analysis.sidecars import (
+    AnalysisPaths,
+    count_lines,
+    output_paths,
+    read_failures,
+    read_run,
+    wall_time,
+)
+from rewardgym.errors import DataError
+from rewardgym.io.outputs import atomic_write_bytes
+
+_ARRAYS = ("per_task", "per_rollout")
+
+
+def document_bytes(document: dict[str, Any]) -> bytes:
+    """The document as JSON: indented, except the long per-task / per-rollout arrays (one line each)."""
+    head = {k: v for k, v in document.items() if k not in _ARRAYS}
+    text = orjson.dumps(head, option=orjson.OPT_INDENT_2)[:-2]
+    for key in _ARRAYS:
+        if key in document:
+            columns = b",\n".join(
+                b'    "' + name.encode() + b'": ' + orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)
+                for name, values in document[key].items()
+            )
+            text += b',\n  "' + key.encode() + b'": {\n' + columns + b"\n  }"
+    return text + b"\n}\n"
+
+
+@dataclass(frozen=True)
+class AnalyzeResult:
+    analysis: Analysis
+    scan: Scan
+    paths: AnalysisPaths
+    written: tuple[Path, ...]
+    seconds: float
+
+
+def analyze_files(
+    inputs: Path | None,
+    rollouts: Path,
+    settings: Settings | None = None,
+    *,
+    strict: bool = True,
+    report: bool = True,
+    health_only: bool = False,
+    workers: int | None = None,
+    scan: Scan | None = None,
+) -> AnalyzeResult:
+    """Analyze one run and write its files (see module doc)."""
+    started = time.perf_counter()
+    settings = settings or Settings()
+    if inputs is not None and not inputs.is_file():
+        raise DataError(f"Input file not found: '{inputs}' (--inputs)")
+    if scan is None:
+        scan = scan_rollouts(rollouts, workers=workers)
+    if strict and scan.unreadable:
+        line, error = scan.unreadable[0]
+        raise DataError(f"{rollouts}:{line}: {error}")
+    if strict and len(scan.columns) == 0:
+        raise DataError(f"{rollouts}: no rollouts to analyze")
+    paths = output_paths(rollouts)
+    classes, failure_tasks, _ = read_failures(paths.failures)
+    materialized_file = inputs if inputs is not None else paths.materialized
+    facts = RunFacts(
+        rollouts_path=str(rollouts),
+        inputs_path=None if inputs is None else str(inputs),
+        materialized=count_lines(materialized_file),
+        failure_classes=classes,
+        failure_tasks=failure_tasks,
+        unreadable=len(scan.unreadable),
+        wall_time_s=wall_time(materialized_file, rollouts),
+        run_file=read_run(paths.run_file),
+    )
+    analysis = analyze_columns(scan.columns, settings, facts)
+    written: list[Path] = []
+    if not health_only:
+        atomic_write_bytes(paths.analysis, document_bytes(analysis.document))
+        written.append(paths.analysis)
+    write_verdicts(paths.verdicts, scan.columns, analysis.health, scan.unreadable, str(rollouts))
+    write_summary(paths.quality, health_summary(scan.columns, analysis.health, len(scan.unreadable)))
+    written += [paths.verdicts, paths.quality]
+    if report and not health_only:
+        from rewardgym.analysis.report import write_report
+
+        write_report(paths, analysis, scan)
+        written.append(paths.report)
+    return AnalyzeResult(analysis, scan, paths, tuple(written), time.perf_counter() - started)

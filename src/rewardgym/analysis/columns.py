@@ -1,0 +1,90 @@
+"""The per-rollout columns every analysis runs on (plain numpy arrays; no I/O).
+
+Contract: one :class:`RolloutColumns` holds one entry per rollout line, **sorted by (task, rollout)**
+(:func:`sorted_columns` sorts any instance). Missing numbers are NaN; flags are booleans; the text hash
+is 0 for an empty response. :func:`task_segments` gives the start of each task's run of rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+HashArray = npt.NDArray[np.uint64]
+
+
+@dataclass(frozen=True)
+class RolloutColumns:
+    """One entry per rollout line (see module doc)."""
+
+    task: IntArray
+    """``_ng_task_index``."""
+    rollout: IntArray
+    """``_ng_rollout_index``."""
+    line: IntArray
+    """1-based line number in the rollouts file."""
+    offset: IntArray
+    """Byte offset of the line (to re-read a few responses for the report)."""
+    reward: FloatArray
+    """``reward`` (NaN when absent or not a number)."""
+    input_tokens: FloatArray
+    """``response.usage.input_tokens`` (or ``prompt_tokens``)."""
+    output_tokens: FloatArray
+    """``response.usage.output_tokens`` (or ``completion_tokens``)."""
+    total_tokens: FloatArray
+    """``response.usage.total_tokens``, else input + output."""
+    cap: FloatArray
+    """The request's ``max_output_tokens`` (or ``max_tokens``); NaN when unset."""
+    incomplete: BoolArray
+    """``response.status == "incomplete"`` or an ``incomplete_details.reason`` naming a length limit."""
+    text_chars: IntArray
+    """Characters of visible output text (message content, not reasoning)."""
+    reasoning_chars: IntArray
+    """Characters of reasoning text."""
+    tool_calls: IntArray
+    """Function/tool-call items in ``response.output``."""
+    turns: FloatArray
+    """``ng_perf.num_turns`` when present, else NaN."""
+    extracted: npt.NDArray[np.int8]
+    """``extracted_answer``: -1 no such key, 0 null or empty, 1 a value."""
+    text_hash: HashArray
+    """A 64-bit hash of the visible output text (0 when empty)."""
+    masked: BoolArray
+    """A truthy ``mask_sample``."""
+    agent: IntArray
+    """Index of ``agent_ref.name`` in ``agents`` (-1 none)."""
+    agents: tuple[str, ...]
+    has_response: BoolArray
+    """The line has a ``response`` object (without one, response checks have nothing to look at)."""
+
+    def __len__(self) -> int:
+        return int(self.task.shape[0])
+
+    @property
+    def cut_off(self) -> BoolArray:
+        """Cut off: an incomplete response, or output tokens at (or over) the request's cap."""
+        with np.errstate(invalid="ignore"):
+            at_cap = np.isfinite(self.cap) & (self.output_tokens >= self.cap)
+        return np.asarray(self.incomplete | at_cap, dtype=np.bool_)
+
+
+def sorted_columns(columns: RolloutColumns) -> RolloutColumns:
+    """The same columns ordered by (task, rollout, line)."""
+    order = np.lexsort((columns.line, columns.rollout, columns.task))
+    if bool(np.all(order[1:] > order[:-1])):
+        return columns
+    changes = {f.name: getattr(columns, f.name)[order] for f in fields(columns) if f.name != "agents"}
+    return replace(columns, **changes)
+
+
+def task_segments(task: IntArray) -> tuple[IntArray, IntArray]:
+    """``(task ids, starts)`` of each run of equal values in a sorted task column."""
+    if task.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], task[1:] != task[:-1])))
+    return task[starts], starts.astype(np.int64)

@@ -1,0 +1,204 @@
+"""The whole analysis as one JSON-ready document (pure; no I/O): sections 1–4 from the columns.
+
+Contract of :func:`analyze_columns`: given sorted :class:`RolloutColumns` and :class:`Settings`, returns
+an :class:`Analysis` — the document written as ``<stem>_analysis.json`` (``docs/analysis.md`` lists every
+field) plus the intermediate arrays the report and health files reuse. Counted rollouts: not masked, with
+a numeric reward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rewardgym.analysis.columns import RolloutColumns, task_segments
+from rewardgym.analysis.grpo import (
+    DEFAULT_GROUP_SIZES,
+    DEFAULT_TARGET,
+    Forecast,
+    binary_tasks,
+    value_frequencies,
+)
+from rewardgym.analysis.health import Health, health_checks
+from rewardgym.analysis.length import length_analysis, task_tokens_per_solve
+from rewardgym.analysis.uncertainty import CONFIDENCE, DEFAULT_EPSILON, TaskPasses, band_table, task_passes
+from rewardgym.profile.report import BAND_LABELS
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the user can choose."""
+
+    pass_threshold: float = 1.0
+    confidence: float = CONFIDENCE
+    settle_epsilon: float = DEFAULT_EPSILON
+    group_sizes: tuple[int, ...] = DEFAULT_GROUP_SIZES
+    default_group: int = 8
+    target_share: float = DEFAULT_TARGET
+    reward_range: tuple[float, float] = (0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the caller read beside the rollouts (all optional)."""
+
+    rollouts_path: str = ""
+    inputs_path: str | None = None
+    materialized: int | None = None
+    failure_classes: dict[str, int] = field(default_factory=dict)
+    failure_tasks: np.ndarray | None = None
+    unreadable: int = 0
+    wall_time_s: float | None = None
+    run_file: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    document: dict[str, Any]
+    passes: TaskPasses
+    health: Health
+    forecast: Forecast
+    task_pos: np.ndarray
+    passed: np.ndarray
+    counted: np.ndarray
+    mean_tokens: np.ndarray
+    tokens_per_solve: np.ndarray
+    p_all_equal: np.ndarray
+
+
+def _share(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _grpo(forecast: Forecast, passes: TaskPasses, settings: Settings) -> dict[str, Any]:
+    settled_extreme = passes.settled & ((passes.band == 0) | (passes.band == 6))
+    observed_extreme = (passes.band == 0) | (passes.band == 6)
+    filters = {"all": None, "drop_settled_0_100": ~settled_extreme, "drop_observed_0_100": ~observed_extreme}
+    groups = []
+    for size in settings.group_sizes:
+        row: dict[str, Any] = {"group_size": size}
+        for name, keep in filters.items():
+            row[name] = _share(forecast.informative_share(size, keep))
+        groups.append(row)
+    return {
+        "method": "binary tasks: E[p^G + (1-p)^G] under Beta(s+1/2, n-s+1/2); others: plug-in sum_v f_v^G",
+        "binary_tasks": int(np.count_nonzero(forecast.binary & (passes.n > 0))),
+        "plugin_tasks": int(np.count_nonzero(~forecast.binary & (passes.n > 0))),
+        "default_group_size": settings.default_group,
+        "informative_share_default": _share(forecast.informative_share(settings.default_group)),
+        "tasks_kept": {
+            name: int(np.count_nonzero((passes.n > 0) if keep is None else keep & (passes.n > 0)))
+            for name, keep in filters.items()
+        },
+        "groups": groups,
+        "target_share": settings.target_share,
+        "smallest_group_size": {name: forecast.smallest_group(settings.target_share, keep)
+                                for name, keep in filters.items()},
+    }  # fmt: skip
+
+
+def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts | None = None) -> Analysis:
+    """Sections 1–4 (see module doc)."""
+    facts = facts or RunFacts()
+    task_ids, starts = task_segments(columns.task)
+    task_pos = (np.cumsum(np.concatenate(([False], columns.task[1:] != columns.task[:-1]))) if len(columns)
+                else np.zeros(0, np.int64)).astype(np.int64)  # fmt: skip
+    counted = ~columns.masked & np.isfinite(columns.reward)
+    with np.errstate(invalid="ignore"):
+        passed = counted & (columns.reward >= settings.pass_threshold)
+    passes = task_passes(task_ids, starts, counted, passed, epsilon=settings.settle_epsilon,
+                         confidence=settings.confidence)  # fmt: skip
+    binary = binary_tasks(starts, counted, columns.reward)
+    owner, freq = value_frequencies(task_pos, counted, columns.reward)
+    forecast = Forecast(passes.n, passes.passes, binary, owner, freq)
+    cut = columns.cut_off
+    length = length_analysis(task_pos, counted, columns.reward, passed, columns.output_tokens, cut)
+    mean_tokens, per_solve = task_tokens_per_solve(
+        task_pos, len(task_ids), counted, passed, columns.output_tokens
+    )
+    health = health_checks(
+        columns, task_ids, starts, passes.passes, reward_range=settings.reward_range,
+        failure_classes=facts.failure_classes, failure_tasks=facts.failure_tasks,
+        materialized=facts.materialized, unreadable=facts.unreadable,
+    )  # fmt: skip
+    p_equal = forecast.all_equal(settings.default_group)
+    bands = band_table(passes)
+    continuous = int(np.count_nonzero(counted & (columns.reward != 0) & (columns.reward != 1)))
+    document: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "settings": {
+            "pass_threshold": settings.pass_threshold,
+            "confidence": settings.confidence,
+            "settle_epsilon": settings.settle_epsilon,
+            "group_sizes": list(settings.group_sizes),
+            "default_group_size": settings.default_group,
+            "target_share": settings.target_share,
+            "reward_range": list(settings.reward_range),
+        },
+        "run": {
+            "rollouts_file": facts.rollouts_path,
+            "inputs_file": facts.inputs_path,
+            "rollout_lines": len(columns) + facts.unreadable,
+            "unreadable_lines": facts.unreadable,
+            "counted_rollouts": int(np.count_nonzero(counted)),
+            "masked_rollouts": int(np.count_nonzero(columns.masked)),
+            "rollouts_without_reward": int(np.count_nonzero(~columns.masked & ~np.isfinite(columns.reward))),
+            "continuous_rewards": continuous,
+            "tasks": len(task_ids),
+            "materialized_rollouts": facts.materialized,
+            "failures": {
+                "total": sum(facts.failure_classes.values()),
+                "by_class": dict(sorted(facts.failure_classes.items())),
+            },
+            "wall_time_s": facts.wall_time_s,
+            "agents": list(columns.agents),
+            "run_file": facts.run_file,
+        },
+        "uncertainty": {
+            "interval": "Jeffreys, Beta(s+1/2, n-s+1/2); lower 0 when s=0, upper 1 when s=n",
+            "tasks": int(np.count_nonzero(passes.n > 0)),
+            "settled": int(np.count_nonzero(passes.settled)),
+            "pass_rate_overall": float(passed.sum() / counted.sum()) if counted.any() else None,
+            "bands": [
+                {"band": label, "tasks": t, "settled": s}
+                for label, (t, s) in zip(BAND_LABELS, bands, strict=True)
+            ],
+        },
+        "grpo": _grpo(forecast, passes, settings),
+        "length": length,
+        "health": {"verdict": health.verdict, "findings": [f.as_dict() for f in health.findings]},
+        "per_task": {
+            "_ng_task_index": passes.task,
+            "n": passes.n,
+            "passes": passes.passes,
+            "pass_rate": passes.rate,
+            "low": passes.low,
+            "high": passes.high,
+            "band": passes.band,
+            "settled": passes.settled,
+            "binary": binary,
+            "p_all_equal_default_group": p_equal,
+            "mean_output_tokens": mean_tokens,
+            "tokens_per_solve": per_solve,
+            "cut_off": np.bincount(task_pos[cut & counted], minlength=len(task_ids)).astype(np.int64),
+        },
+        "per_rollout": {
+            "_ng_task_index": columns.task,
+            "_ng_rollout_index": columns.rollout,
+            "reward": columns.reward,
+            "passed": passed,
+            "input_tokens": columns.input_tokens,
+            "output_tokens": columns.output_tokens,
+            "total_tokens": columns.total_tokens,
+            "cut_off": cut,
+            "turns": columns.turns,
+            "tool_calls": columns.tool_calls,
+        },
+    }
+    return Analysis(
+        document, passes, health, forecast, task_pos, passed, counted, mean_tokens, per_solve, p_equal
+    )

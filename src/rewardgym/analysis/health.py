@@ -1,0 +1,178 @@
+"""Section 4: rollout health checks on the analysis columns (pure; no I/O).
+
+Contract of :func:`health_checks`:
+
+- rollout checks give one boolean per rollout line; a rollout with any finding is ``unhealthy``, else
+  ``healthy`` (every check here reads the rollout line itself, so none is ever unobserved). Ids shared
+  with NeMo Gym 0.7.0 keep its meaning (docs/reference/health_check.md §2.3): ``record_unreadable``,
+  ``rollout_duplicate_identity``, ``agent_turn_hollow`` (the line has a response, and it has no message
+  text, no reasoning and no tool call), ``model_call_zero_completion_tokens`` (``usage.output_tokens == 0``),
+  ``model_call_runaway_generation`` (cut off at a length limit with no content). Ours:
+  ``no_extracted_answer`` (``extracted_answer`` present but null or empty), ``rollout_cut_off``,
+  ``reward_out_of_range`` (outside the declared range, or not a number);
+- task checks flag tasks: ``task_consistently_unhealthy`` (NeMo Gym's: ≥ 2 repeats, all unhealthy),
+  ``task_no_successful_model_calls`` (every materialized repeat failed: failures, no rollout),
+  ``repeats_identical`` (≥ 2 repeats, all with the same non-empty response text),
+  ``task_zero_all_cut_off`` (0 % pass rate and every rollout cut off: not hard, truncated);
+- run checks: ``collection_failures`` (the failures sidecar, by class);
+- a :class:`~rewardgym.analysis.findings.Finding` is one dataset-level verdict: severity (``error`` /
+  ``warning``), counts, the evidence in words, a likely fix and up to 5 example (task, rollout) keys
+  (:mod:`rewardgym.analysis.findings` has the thresholds). The overall verdict is
+  ``unhealthy`` with any error, ``warnings`` with only warnings, else ``healthy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from rewardgym.analysis.columns import BoolArray, IntArray, RolloutColumns
+from rewardgym.analysis.findings import Finding, dataset_findings
+
+ROLLOUT_CHECKS = (
+    "record_unreadable",
+    "rollout_duplicate_identity",
+    "agent_turn_hollow",
+    "model_call_zero_completion_tokens",
+    "model_call_runaway_generation",
+    "no_extracted_answer",
+    "rollout_cut_off",
+    "reward_out_of_range",
+)
+TASK_CHECKS = (
+    "task_consistently_unhealthy",
+    "task_no_successful_model_calls",
+    "repeats_identical",
+    "task_zero_all_cut_off",
+)
+RUN_CHECKS = ("collection_failures",)
+ALL_CHECKS = ROLLOUT_CHECKS + TASK_CHECKS + RUN_CHECKS
+DETAILS: dict[str, dict[str, Any]] = {
+    "rollout_duplicate_identity": {},
+    "agent_turn_hollow": {"reason": "response has no message text, reasoning or tool call"},
+    "model_call_zero_completion_tokens": {"completion_tokens": 0},
+    "model_call_runaway_generation": {"finish_reason": "max_output_tokens"},
+    "no_extracted_answer": {"reason": "the verifier extracted no answer"},
+    "rollout_cut_off": {"reason": "response cut off at the output-token limit"},
+    "reward_out_of_range": {},
+}
+
+
+@dataclass(frozen=True)
+class Health:
+    """Per-rollout flags, per-task flags and the dataset findings."""
+
+    rollout_flags: dict[str, BoolArray]
+    """Rollout check id → flag per column row."""
+    duplicate_count: IntArray
+    """Lines sharing the row's (task, rollout)."""
+    task_ids: IntArray
+    task_flags: dict[str, BoolArray]
+    """Task check id → flag per task of ``task_ids``."""
+    failure_tasks: IntArray
+    """Tasks that appear only in the failures sidecar."""
+    findings: list[Finding]
+    unreadable: int
+
+    @property
+    def unhealthy(self) -> BoolArray:
+        flags = list(self.rollout_flags.values())
+        out = np.zeros(flags[0].shape[0], np.bool_) if flags else np.zeros(0, np.bool_)
+        for flag in flags:
+            out |= flag
+        return out
+
+    @property
+    def verdict(self) -> str:
+        severities = {f.severity for f in self.findings}
+        return "unhealthy" if "error" in severities else "warnings" if severities else "healthy"
+
+
+def _rollout_flags(
+    columns: RolloutColumns, reward_range: tuple[float, float]
+) -> tuple[dict[str, BoolArray], IntArray]:
+    n = len(columns)
+    same = np.concatenate(
+        ([False], (columns.task[1:] == columns.task[:-1]) & (columns.rollout[1:] == columns.rollout[:-1]))
+    )
+    group = np.cumsum(~same) - 1
+    sizes = np.bincount(group, minlength=int(group.max()) + 1 if n else 0)
+    duplicates = sizes[group] if n else np.zeros(0, np.int64)
+    content = (columns.text_chars > 0) | (columns.reasoning_chars > 0) | (columns.tool_calls > 0)
+    cut = columns.cut_off
+    with np.errstate(invalid="ignore"):
+        out_of_range = ~columns.masked & ~(
+            (columns.reward >= reward_range[0]) & (columns.reward <= reward_range[1])
+        )
+    flags = {
+        "record_unreadable": np.zeros(n, np.bool_),
+        "rollout_duplicate_identity": duplicates > 1,
+        "agent_turn_hollow": columns.has_response & ~content,
+        "model_call_zero_completion_tokens": columns.output_tokens == 0,
+        "model_call_runaway_generation": cut & (columns.text_chars == 0) & (columns.tool_calls == 0),
+        "no_extracted_answer": columns.extracted == 0,
+        "rollout_cut_off": cut,
+        "reward_out_of_range": out_of_range,
+    }
+    return flags, duplicates.astype(np.int64)
+
+
+def _task_flags(
+    columns: RolloutColumns,
+    starts: IntArray,
+    unhealthy: BoolArray,
+    passes: IntArray,
+    failure_only: BoolArray,
+) -> dict[str, BoolArray]:
+    if starts.shape[0] == 0:
+        empty = np.zeros(0, np.bool_)
+        return {check: empty for check in TASK_CHECKS}
+    repeats = np.diff(np.append(starts, len(columns)))
+    bad = np.add.reduceat(unhealthy.astype(np.int64), starts)
+    low = np.minimum.reduceat(columns.text_hash, starts)
+    high = np.maximum.reduceat(columns.text_hash, starts)
+    counted = ~columns.masked & np.isfinite(columns.reward)
+    cut = np.add.reduceat((columns.cut_off & counted).astype(np.int64), starts)
+    n = np.add.reduceat(counted.astype(np.int64), starts)
+    return {
+        "task_consistently_unhealthy": (repeats >= 2) & (bad == repeats),
+        "task_no_successful_model_calls": failure_only,
+        "repeats_identical": (repeats >= 2) & (low == high) & (low != 0),
+        "task_zero_all_cut_off": (n > 0) & (passes == 0) & (cut == n),
+    }
+
+
+def health_checks(
+    columns: RolloutColumns,
+    task_ids: IntArray,
+    starts: IntArray,
+    passes: IntArray,
+    *,
+    reward_range: tuple[float, float] = (0.0, 1.0),
+    failure_classes: dict[str, int] | None = None,
+    failure_tasks: IntArray | None = None,
+    materialized: int | None = None,
+    unreadable: int = 0,
+) -> Health:
+    """Every check (see module doc); ``passes`` per task of ``task_ids``."""
+    flags, duplicates = _rollout_flags(columns, reward_range)
+    unhealthy = np.zeros(len(columns), np.bool_)
+    for flag in flags.values():
+        unhealthy |= flag
+    only_failed = np.zeros(0, np.int64) if failure_tasks is None else np.setdiff1d(failure_tasks, task_ids)
+    task_flags = _task_flags(columns, starts, unhealthy, passes, np.zeros(task_ids.shape[0], np.bool_))
+    health = Health(
+        rollout_flags=flags,
+        duplicate_count=duplicates,
+        task_ids=task_ids,
+        task_flags=task_flags,
+        failure_tasks=only_failed.astype(np.int64),
+        findings=[],
+        unreadable=unreadable,
+    )
+    findings = dataset_findings(
+        health, columns, reward_range, failure_classes or {}, materialized=materialized
+    )
+    return replace(health, findings=findings)

@@ -1,0 +1,180 @@
+"""Section 3: reward versus output length, keyed by (task, rollout). Pure: numpy in, plain values out.
+
+Contract of :func:`length_analysis` (over *counted* rollouts — numeric reward, not masked — that have an
+output-token count; arrays sorted by task, ``task_pos`` the task's position per rollout):
+
+- ``truncation``: cut-off rollouts (incomplete response or output tokens at the request's cap), their
+  share, the pass rate of cut-off and of complete rollouts;
+- ``within_task``: over tasks with both passing and failing rollouts, per task the median output tokens of
+  the passing minus that of the failing; the median of those differences, how many tasks are longer when
+  passing, and the Wilcoxon signed-rank p-value (two-sided, zero differences dropped) — a negative
+  difference with a small p says failures run longer inside the same task;
+- ``spearman``: the pooled rank correlation of output tokens with reward (and its p-value), and the
+  within-task one: the Pearson correlation of within-task-centred ranks (average ranks, ties averaged)
+  over tasks where both vary — task difficulty cannot create it;
+- ``tokens_per_solve``: output tokens summed over all rollouts / passes (None without a pass); per task in
+  :func:`task_tokens_per_solve`;
+- ``deciles``: rollouts split at the 10 %, …, 90 % quantiles of output tokens (ties stay in one bin, so a
+  bin may be empty); per bin: token range, rollouts, pass rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
+
+
+def _ratio(top: float, bottom: float) -> float | None:
+    return None if bottom == 0 else float(top) / float(bottom)
+
+
+def segment_medians(values: FloatArray, keys: IntArray) -> tuple[IntArray, FloatArray]:
+    """Median of ``values`` per distinct key: ``(keys, medians)``, keys ascending."""
+    if values.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    order = np.lexsort((values, keys))
+    k, v = keys[order], values[order]
+    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+    lengths = np.diff(np.append(starts, k.shape[0]))
+    medians = (v[starts + (lengths - 1) // 2] + v[starts + lengths // 2]) / 2
+    return k[starts], medians.astype(np.float64)
+
+
+def within_task_ranks(values: FloatArray, task_pos: IntArray) -> FloatArray:
+    """Average ranks of ``values`` inside each task, centred on the task's mean rank."""
+    if values.shape[0] == 0:
+        return np.zeros(0, np.float64)
+    global_rank = stats.rankdata(values, method="average")
+    combined = task_pos.astype(np.float64) * (values.shape[0] + 1) + global_rank
+    ranks = stats.rankdata(combined, method="average")
+    tasks = int(task_pos.max()) + 1
+    sums = np.bincount(task_pos, weights=ranks, minlength=tasks)
+    counts = np.bincount(task_pos, minlength=tasks)
+    return np.asarray(ranks - (sums / np.maximum(counts, 1))[task_pos], dtype=np.float64)
+
+
+def _varies(values: FloatArray, task_pos: IntArray) -> BoolArray:
+    """Per rollout: its task has more than one distinct value."""
+    tasks = int(task_pos.max()) + 1
+    low = np.full(tasks, np.inf)
+    high = np.full(tasks, -np.inf)
+    np.minimum.at(low, task_pos, values)
+    np.maximum.at(high, task_pos, values)
+    return np.asarray((high > low)[task_pos], dtype=np.bool_)
+
+
+def _within(tokens: FloatArray, passed: BoolArray, task_pos: IntArray) -> dict[str, Any]:
+    key = task_pos * 2 + passed.astype(np.int64)
+    keys, medians = segment_medians(tokens, key)
+    task_of = keys // 2
+    # keys are sorted: a task's failing entry (even key) comes right before its passing one (odd key)
+    both = np.flatnonzero((task_of[1:] == task_of[:-1]) & (keys[:-1] % 2 == 0))
+    if both.shape[0] == 0:
+        return {"tasks": 0, "median_difference": None, "longer_when_passing": 0, "shorter_when_passing": 0,
+                "wilcoxon_p": None}  # fmt: skip
+    diffs = medians[both + 1] - medians[both]
+    nonzero = diffs[diffs != 0]
+    p_value = None
+    if nonzero.shape[0] > 0:
+        p_value = float(stats.wilcoxon(nonzero).pvalue)
+    return {
+        "tasks": int(diffs.shape[0]),
+        "median_difference": float(np.median(diffs)),
+        "longer_when_passing": int(np.count_nonzero(diffs > 0)),
+        "shorter_when_passing": int(np.count_nonzero(diffs < 0)),
+        "wilcoxon_p": p_value,
+    }
+
+
+def _spearman(tokens: FloatArray, reward: FloatArray, task_pos: IntArray) -> dict[str, Any]:
+    out: dict[str, Any] = {"pooled": None, "pooled_p": None, "within_task": None, "within_task_tasks": 0}
+    if tokens.shape[0] >= 3 and np.ptp(tokens) > 0 and np.ptp(reward) > 0:
+        result = stats.spearmanr(tokens, reward)
+        out["pooled"], out["pooled_p"] = float(result.statistic), float(result.pvalue)
+    if tokens.shape[0] == 0:
+        return out
+    both = _varies(tokens, task_pos) & _varies(reward, task_pos)
+    if int(np.count_nonzero(both)) >= 3:
+        x = within_task_ranks(tokens[both], task_pos[both])
+        y = within_task_ranks(reward[both], task_pos[both])
+        denominator = float(np.sqrt((x * x).sum() * (y * y).sum()))
+        if denominator > 0:
+            out["within_task"] = float((x * y).sum() / denominator)
+            out["within_task_tasks"] = int(np.unique(task_pos[both]).shape[0])
+    return out
+
+
+def _deciles(tokens: FloatArray, passed: BoolArray) -> list[dict[str, Any]]:
+    if tokens.shape[0] == 0:
+        return []
+    edges = np.quantile(tokens, np.linspace(0.1, 0.9, 9))
+    which = np.searchsorted(edges, tokens, side="left")
+    rows = []
+    for decile in range(10):
+        inside = which == decile
+        count = int(np.count_nonzero(inside))
+        rows.append(
+            {
+                "decile": decile + 1,
+                "min_tokens": float(tokens[inside].min()) if count else None,
+                "max_tokens": float(tokens[inside].max()) if count else None,
+                "rollouts": count,
+                "pass_rate": _ratio(int(np.count_nonzero(passed & inside)), count),
+            }
+        )
+    return rows
+
+
+def length_analysis(
+    task_pos: IntArray,
+    counted: BoolArray,
+    reward: FloatArray,
+    passed: BoolArray,
+    output_tokens: FloatArray,
+    cut_off: BoolArray,
+) -> dict[str, Any]:
+    """Section 3 over the given rollouts (see module doc)."""
+    use = counted & np.isfinite(output_tokens)
+    tokens, rew, ok = output_tokens[use], reward[use], passed[use]
+    positions, cut = task_pos[use], cut_off[use]
+    cut_count = int(np.count_nonzero(cut))
+    complete = ~cut
+    passes = int(np.count_nonzero(ok))
+    return {
+        "rollouts": int(tokens.shape[0]),
+        "truncation": {
+            "cut_off": cut_count,
+            "share": _ratio(cut_count, tokens.shape[0]),
+            "pass_rate_cut_off": _ratio(int(np.count_nonzero(ok & cut)), cut_count),
+            "pass_rate_complete": _ratio(
+                int(np.count_nonzero(ok & complete)), int(np.count_nonzero(complete))
+            ),
+        },
+        "within_task": _within(tokens, ok, positions),
+        "spearman": _spearman(tokens, rew, positions),
+        "tokens_per_solve": _ratio(float(tokens.sum()), passes),
+        "output_tokens": {
+            "mean": float(tokens.mean()) if tokens.shape[0] else None,
+            "median": float(np.median(tokens)) if tokens.shape[0] else None,
+            "max": float(tokens.max()) if tokens.shape[0] else None,
+        },
+        "deciles": _deciles(tokens, ok),
+    }
+
+
+def task_tokens_per_solve(
+    task_pos: IntArray, tasks: int, counted: BoolArray, passed: BoolArray, output_tokens: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Per task: mean output tokens and output tokens per pass (NaN without tokens / passes)."""
+    use = counted & np.isfinite(output_tokens)
+    spent = np.bincount(task_pos[use], weights=output_tokens[use], minlength=tasks)
+    counts = np.bincount(task_pos[use], minlength=tasks)
+    wins = np.bincount(task_pos[use & passed], minlength=tasks)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(counts > 0, spent / np.maximum(counts, 1), np.nan)
+        per_solve = np.where(wins > 0, spent / np.maximum(wins, 1), np.nan)
+    return mean.astype(np.float64), per_solve.astype(np.float64)

@@ -1,0 +1,262 @@
+"""``<stem>_report.html``: one self-contained page (inline CSS, inline SVG charts, one inline script).
+
+Contract of :func:`write_report(paths, analysis, scan)`: writes the page by temp file + rename. It holds
+run identity and counts, the health verdict and findings with example rollouts, the band histogram
+(settled tasks darker), the GRPO forecast curve, reward-vs-length charts, the profile's agent- and
+repeat-level metrics (when the profile files sit beside the rollouts) and a task browser over every task.
+Response text is embedded for at most :data:`TEXT_ROLLOUTS` rollouts (the finding examples first, then
+the first tasks), each cut at :data:`TEXT_CHARS` characters; other rollouts show their line number. The
+page loads nothing from anywhere: no CDN, no font, no request.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from rewardgym.analysis.columns import RolloutColumns
+from rewardgym.analysis.document import Analysis
+from rewardgym.analysis.extract import response_text
+from rewardgym.analysis.report_page import CSS, JS
+from rewardgym.analysis.scan import Scan
+from rewardgym.analysis.sidecars import AnalysisPaths, read_json
+from rewardgym.io.outputs import atomic_write_bytes
+from rewardgym.profile.report import BAND_LABELS
+
+TEXT_ROLLOUTS = 2000
+TEXT_CHARS = 1500
+FLAG_BITS = {"cut": 1, "unhealthy": 2, "identical": 4, "zerocut": 8, "noanswer": 16}
+
+
+def _texts(path: Path, columns: RolloutColumns, rows: list[int]) -> dict[int, str]:
+    """Response text of the given column rows, read back by byte offset."""
+    out: dict[int, str] = {}
+    with open(path, "rb") as handle:
+        for row in rows:
+            handle.seek(int(columns.offset[row]))
+            try:
+                parsed = orjson.loads(handle.readline())
+            except orjson.JSONDecodeError:
+                continue
+            text, reasoning = response_text(parsed)
+            shown = text if text.strip() else (f"[reasoning only] {reasoning}" if reasoning.strip() else "")
+            out[row] = shown[:TEXT_CHARS] + ("…" if len(shown) > TEXT_CHARS else "")
+    return out
+
+
+def _text_rows(analysis: Analysis, columns: RolloutColumns) -> list[int]:
+    chosen: dict[int, None] = {}
+    for finding in analysis.health.findings:
+        for task, rollout in finding.examples:
+            start = int(np.searchsorted(columns.task, task))
+            end = int(np.searchsorted(columns.task, task, side="right"))
+            for i in range(start, end):
+                if rollout in (None, int(columns.rollout[i])):
+                    chosen.setdefault(i)
+    for i in range(min(len(columns), TEXT_ROLLOUTS)):
+        if len(chosen) >= TEXT_ROLLOUTS:
+            break
+        chosen.setdefault(i)
+    return sorted(chosen)[:TEXT_ROLLOUTS] if len(chosen) > TEXT_ROLLOUTS else sorted(chosen)
+
+
+def _task_flags(analysis: Analysis, columns: RolloutColumns) -> np.ndarray:
+    tasks = analysis.passes.task.shape[0]
+    pos = analysis.task_pos
+    flags = np.zeros(tasks, np.int64)
+
+    def per_task(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(pos[mask], minlength=tasks) > 0
+
+    flags |= per_task(columns.cut_off) * FLAG_BITS["cut"]
+    flags |= per_task(analysis.health.unhealthy) * FLAG_BITS["unhealthy"]
+    flags |= analysis.health.task_flags["repeats_identical"] * FLAG_BITS["identical"]
+    flags |= analysis.health.task_flags["task_zero_all_cut_off"] * FLAG_BITS["zerocut"]
+    flags |= per_task(columns.extracted == 0) * FLAG_BITS["noanswer"]
+    return flags
+
+
+def _data(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> bytes:
+    p = analysis.passes
+    starts = np.searchsorted(columns.task, p.task)
+    ro = np.append(starts, len(columns)).astype(np.int64)
+    payload = {
+        "band_labels": list(BAND_LABELS),
+        "tasks": {
+            "t": p.task, "n": p.n, "s": p.passes, "rate": np.round(p.rate, 4), "lo": np.round(p.low, 4),
+            "hi": np.round(p.high, 4), "band": p.band, "settled": p.settled.astype(np.int8),
+            "pe": np.round(analysis.p_all_equal, 3), "tok": np.round(analysis.mean_tokens, 1),
+            "tps": np.round(analysis.tokens_per_solve, 1), "flags": _task_flags(analysis, columns), "ro": ro,
+        },
+        "rollouts": {
+            "r": columns.rollout, "w": np.round(columns.reward, 4), "p": analysis.passed.astype(np.int8),
+            "o": columns.output_tokens, "c": columns.cut_off.astype(np.int8),
+            "h": analysis.health.unhealthy.astype(np.int8), "l": columns.line,
+        },
+        "texts": {str(k): v for k, v in texts.items()},
+        "row_task": {str(k): int(analysis.task_pos[k]) for k in texts},
+    }  # fmt: skip
+    raw = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY)
+    # "<" only occurs inside JSON strings: escaping every one keeps "</script>" and "<!--" in response
+    # text from ending or confusing the script block.
+    return raw.replace(b"<", b"\\u003c")
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else escape(str(value))
+
+
+def _facts(doc: dict[str, Any]) -> str:
+    run = doc["run"]
+    materialized = run["materialized_rollouts"]
+    completion = None if not materialized else run["counted_rollouts"] / materialized
+    failures = run["failures"]
+    by_class = ", ".join(f"{k} {v}" for k, v in failures["by_class"].items()) or "none"
+    items = [
+        ("tasks", _fmt(run["tasks"])),
+        ("rollouts", _fmt(run["rollout_lines"])),
+        ("materialized", _fmt(materialized)),
+        ("completion", "–" if completion is None else f"{100 * completion:.1f} %"),
+        ("failures", f"{failures['total']:,} ({escape(by_class)})"),
+        ("wall time", "–" if run["wall_time_s"] is None else f"{run['wall_time_s']:,.1f} s"),
+        ("pass rate", "–" if doc["uncertainty"]["pass_rate_overall"] is None
+         else f"{100 * doc['uncertainty']['pass_rate_overall']:.1f} %"),
+        ("agents", escape(", ".join(run["agents"]) or "–")),
+    ]  # fmt: skip
+    settings = ""
+    if run.get("run_file"):
+        shown = escape(orjson.dumps(run["run_file"], option=orjson.OPT_INDENT_2).decode())
+        settings = f"<details><summary>run settings (_run.json)</summary><pre>{shown}</pre></details>"
+    return (
+        '<div class="facts">'
+        + "".join(f"<div><span class=muted>{k}</span><b>{v}</b></div>" for k, v in items)
+        + "</div>"
+        + settings
+    )
+
+
+def _findings(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> str:
+    health = analysis.document["health"]
+    out = [f'<p>Verdict: <span class="verdict v-{health["verdict"]}">{health["verdict"]}</span></p>']
+    if not health["findings"]:
+        out.append("<p class=muted>No check fired.</p>")
+    for finding in health["findings"]:
+        rows = []
+        for example in finding["examples"]:
+            task, rollout = example["_ng_task_index"], example["_ng_rollout_index"]
+            start = int(np.searchsorted(columns.task, task))
+            end = int(np.searchsorted(columns.task, task, side="right"))
+            for i in range(start, end):
+                if rollout in (None, int(columns.rollout[i])):
+                    text = texts.get(i)
+                    shown = (
+                        "<pre>" + escape(text) + "</pre>"
+                        if text
+                        else f"<span class=muted>line {columns.line[i]}</span>"
+                    )
+                    rows.append(
+                        f"<tr><td>{task}</td><td>{int(columns.rollout[i])}</td><td class=num"
+                        f">{_fmt(float(columns.reward[i]))}</td>"
+                        f"<td class=num>{_fmt(float(columns.output_tokens[i]), 0)}</td><td>{shown}</td></tr>"
+                    )
+                    if rollout is not None or len(rows) >= 8:
+                        break
+        header = (
+            "<table><tr><th>task</th><th>rollout</th><th class=num>reward</th>"
+            "<th class=num>output tokens</th><th>response</th></tr>"
+        )
+        table = header + "".join(rows[:8]) + "</table>" if rows else ""
+        out.append(
+            f'<div class="finding {finding["severity"]}" data-check="{escape(finding["check"])}"><b>'
+            f"[{finding['severity']}] {escape(finding['check'])}</b> — {escape(finding['evidence'])}"
+            f'<div class="fix">Likely fix: {escape(finding["fix"])}</div>{table}</div>'
+        )
+    return "".join(out)
+
+
+def _browser() -> str:
+    bands = "".join(f'<option value="{i}">{escape(label)}</option>' for i, label in enumerate(BAND_LABELS))
+    flags = (("settled", "settled"), ("unsettled", "unsettled"), ("cut", "any rollout cut off"),
+             ("unhealthy", "any rollout unhealthy"), ("identical", "identical repeats"),
+             ("zerocut", "0 %, all cut off"), ("noanswer", "no extracted answer"))  # fmt: skip
+    options = "".join(f'<option value="{k}">{escape(v)}</option>' for k, v in flags)
+    columns = (("t", "task"), ("s", "passes"), ("rate", "rate"), ("band", "band"), ("lo", "95 % interval"),
+               ("settled", "settled"), ("pe", "P(no signal)"), ("tok", "mean tokens"),
+               ("tps", "tokens/solve"),
+               ("flags", "flags"))  # fmt: skip
+    head = "".join(f'<span data-key="{k}">{escape(v)}</span>' for k, v in columns)
+    return (
+        '<h2>Tasks</h2><div class="controls"><label>band <select id="f-band"><option value="">all</option>'
+        f'{bands}</select></label><label>show <select id="f-flag"><option value="">all tasks</option'
+        f">{options}"
+        '</select></label><label>search <input id="f-text" type="search" placeholder="task index or'
+        ' response text">'
+        '</label><span id="shown-count" class="muted"></span></div>'
+        f'<div class="head">{head}</div><div id="viewport"><div id="spacer"></div></div><div'
+        ' id="detail"></div>'
+    )
+
+
+def render_report(
+    analysis: Analysis,
+    columns: RolloutColumns,
+    texts: dict[int, str],
+    agent_metrics: Any,
+    repeat_metrics: Any,
+) -> bytes:
+    """The whole page (pure)."""
+    from rewardgym.analysis.report_sections import (
+        bands_section,
+        grpo_section,
+        length_section,
+        metrics_section,
+    )
+
+    doc = analysis.document
+    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    body = (
+        f"<header><h1>rewardgym analysis — {escape(Path(doc['run']['rollouts_file']).name)}</h1>"
+        f"<div class=muted>{escape(doc['run']['rollouts_file'])} · generated {generated}</div"
+        f">{_facts(doc)}</header>"
+        f"<main><section id=health><h2>Health</h2>{_findings(analysis, columns, texts)}</section>"
+        f"<section id=bands>{bands_section(doc)}</section><section id=grpo>{grpo_section(doc)}</section>"
+        f"<section id=length>{length_section(doc, analysis)}</section>"
+        f"<section id=metrics>{metrics_section(agent_metrics, repeat_metrics)}</section>"
+        f"<section id=tasks>{_browser()}</section></main>"
+    )
+    head = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src'
+        " 'unsafe-inline'; "
+        "script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>rewardgym analysis</title><style>{CSS}</style></head><body>"
+    )
+    data = _data(analysis, columns, texts)
+    return (
+        head.encode()
+        + body.encode()
+        + b'<script type="application/json" id="report-data">'
+        + data
+        + b"</script><script>"
+        + JS.encode()
+        + b"</script></body></html>\n"
+    )
+
+
+def write_report(paths: AnalysisPaths, analysis: Analysis, scan: Scan) -> None:
+    """Write ``<stem>_report.html`` (see module doc)."""
+    columns = scan.columns
+    texts = _texts(scan.path, columns, _text_rows(analysis, columns))
+    page = render_report(
+        analysis, columns, texts, read_json(paths.agent_metrics), read_json(paths.repeat_metrics)
+    )
+    atomic_write_bytes(paths.report, page)

@@ -1,0 +1,120 @@
+"""Reading what sits beside a rollouts file: the failures sidecar, the inputs' row count, file times, and
+the profile's agent / repeat-level metrics. Every file is optional; a damaged sidecar line is skipped
+(the sidecars inform the report, they are not the data under analysis).
+
+Contract: :func:`output_paths` names every file the analysis writes next to ``<stem>.jsonl``;
+:func:`read_failures` returns failures per class and the task indices that failed; :func:`count_lines`
+counts non-empty lines; :func:`wall_time` is the time between the materialized inputs being written and
+the rollouts file's last change (None when either is missing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+
+@dataclass(frozen=True)
+class AnalysisPaths:
+    analysis: Path
+    verdicts: Path
+    quality: Path
+    report: Path
+    failures: Path
+    materialized: Path
+    agent_metrics: Path
+    repeat_metrics: Path
+    run_file: Path
+
+
+def _sibling(rollouts: Path, suffix: str) -> Path:
+    stem = rollouts.name[: -len(".jsonl")] if rollouts.name.endswith(".jsonl") else rollouts.name
+    return rollouts.with_name(stem + suffix)
+
+
+def output_paths(rollouts: Path) -> AnalysisPaths:
+    return AnalysisPaths(
+        analysis=_sibling(rollouts, "_analysis.json"),
+        verdicts=_sibling(rollouts, "_rollout_verdicts.jsonl"),
+        quality=_sibling(rollouts, "_quality_summary.json"),
+        report=_sibling(rollouts, "_report.html"),
+        failures=_sibling(rollouts, "_failures.jsonl"),
+        materialized=_sibling(rollouts, "_materialized_inputs.jsonl"),
+        agent_metrics=_sibling(rollouts, "_agent_metrics.json"),
+        repeat_metrics=_sibling(rollouts, "_repeat_level_metrics.json"),
+        run_file=_sibling(rollouts, "_run.json"),
+    )
+
+
+def read_failures(path: Path) -> tuple[dict[str, int], np.ndarray, list[dict[str, Any]]]:
+    """``(count per class, task indices, first 20 rows)`` of a failures sidecar (empty when absent)."""
+    classes: dict[str, int] = {}
+    tasks: list[int] = []
+    examples: list[dict[str, Any]] = []
+    if not path.is_file():
+        return classes, np.zeros(0, np.int64), examples
+    with open(path, "rb") as handle:
+        for raw in handle:
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(row, dict):
+                continue
+            kind = row.get("_ng_failure_class")
+            name = kind if isinstance(kind, str) else "unknown"
+            classes[name] = classes.get(name, 0) + 1
+            if type(row.get("_ng_task_index")) is int:
+                tasks.append(row["_ng_task_index"])
+            if len(examples) < 20:
+                examples.append(row)
+    return classes, np.unique(np.array(tasks, np.int64)), examples
+
+
+def count_lines(path: Path) -> int | None:
+    """Non-empty lines of a file (None when it does not exist)."""
+    if not path.is_file():
+        return None
+    count = 0
+    blank = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 24):
+            count += block.count(b"\n")
+            blank += block.count(b"\n\n")
+        handle.seek(0, 2)
+        size = handle.tell()
+        if size:
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                count += 1
+    return count - blank
+
+
+def wall_time(materialized: Path, rollouts: Path) -> float | None:
+    """Seconds from the materialized inputs' last write to the rollouts file's last write."""
+    try:
+        start, end = materialized.stat().st_mtime, rollouts.stat().st_mtime
+    except OSError:
+        return None
+    return round(end - start, 3) if end >= start else None
+
+
+def read_run(path: Path) -> dict[str, Any] | None:
+    """The run fingerprint ``<stem>_run.json`` (input hashes and the settings that shaped the run), with
+    every secret-looking value masked once more (the collector already writes it redacted)."""
+    from rewardgym.config.secrets import redact
+
+    value = read_json(path)
+    return redact(value) if isinstance(value, dict) else None
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content, or None when it is missing or not JSON."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None

@@ -1,0 +1,130 @@
+"""Section 1: per-task pass counts, Jeffreys intervals, pass-rate bands and whether each task is settled.
+
+Contract (pure; numpy in, numpy out):
+
+- a rollout *passes* when ``reward >= pass_threshold``; rollouts without a numeric reward and masked
+  rollouts are not counted. With continuous rewards the threshold turns each reward into pass / fail, so
+  bands describe pass rates, not mean rewards;
+- per task: ``n`` counted rollouts, ``s`` passes, ``rate = s / n`` and the 95 % Jeffreys interval: the
+  2.5 % and 97.5 % quantiles of Beta(s + ½, n − s + ½), with the usual boundary rule (lower = 0 when
+  s = 0, upper = 1 when s = n — Brown, Cai & DasGupta 2001);
+- ``band``: the index in :data:`rewardgym.profile.BAND_LABELS` of the rate (0 %, (0–20 %], …, (80–100 %),
+  100 %), the bands of the profile summary;
+- ``settled``: the interval lies inside the band. The two point bands are widened by ``epsilon``
+  (default 0.05): a task is settled at 0 % when s = 0 and the upper bound ≤ ε, at 100 % when s = n and
+  the lower bound ≥ 1 − ε (an interval never lies inside a single point);
+- tasks with ``n == 0`` have NaN rate and interval, band -1 and are not settled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import betaincinv
+
+from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
+
+CONFIDENCE = 0.95
+EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+"""Edges of the inner bands (0–20 %] … (80–100 %)."""
+DEFAULT_EPSILON = 0.05
+
+
+@dataclass(frozen=True)
+class TaskPasses:
+    """Per-task pass counts and intervals, one entry per task (in the given task order)."""
+
+    task: IntArray
+    n: IntArray
+    passes: IntArray
+    rate: FloatArray
+    low: FloatArray
+    high: FloatArray
+    band: IntArray
+    settled: BoolArray
+
+
+def pass_counts(task_starts: IntArray, counted: BoolArray, passed: BoolArray) -> tuple[IntArray, IntArray]:
+    """``(n, s)`` per task segment: counted rollouts and passes among them."""
+    if task_starts.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    n = np.add.reduceat(counted.astype(np.int64), task_starts)
+    s = np.add.reduceat((counted & passed).astype(np.int64), task_starts)
+    return n.astype(np.int64), s.astype(np.int64)
+
+
+def jeffreys(
+    n: IntArray, s: IntArray, confidence: float = CONFIDENCE, *, dedupe: bool = True
+) -> tuple[FloatArray, FloatArray]:
+    """Lower and upper bounds of the Jeffreys interval (NaN where n == 0)."""
+    if dedupe and n.shape[0] > 64:  # few distinct (n, s) pairs: compute each once
+        key = n.astype(np.int64) * (int(n.max()) + 1) + s
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        low, high = jeffreys(n[first], s[first], confidence, dedupe=False)
+        return low[inverse], high[inverse]
+    alpha = (1.0 - confidence) / 2
+    a = s + 0.5
+    b = n - s + 0.5
+    with np.errstate(invalid="ignore"):
+        low = np.where(s == 0, 0.0, betaincinv(a, b, alpha))
+        high = np.where(s == n, 1.0, betaincinv(a, b, 1.0 - alpha))
+    empty = n == 0
+    low = np.where(empty, np.nan, low)
+    high = np.where(empty, np.nan, high)
+    return low.astype(np.float64), high.astype(np.float64)
+
+
+def band_of(rate: FloatArray) -> IntArray:
+    """Band index per rate (-1 for NaN)."""
+    inner = np.searchsorted(np.array(EDGES[1:-1]), rate, side="left") + 1
+    band = np.where(rate == 0, 0, np.where(rate == 1, 6, inner))
+    return np.where(np.isnan(rate), -1, band).astype(np.int64)
+
+
+def settled_in_band(
+    band: IntArray, low: FloatArray, high: FloatArray, epsilon: float = DEFAULT_EPSILON
+) -> BoolArray:
+    """Whether each interval lies inside its band (point bands widened by ``epsilon``)."""
+    lo_edge = np.array([0.0, *EDGES[:-1], 1.0 - epsilon])
+    hi_edge = np.array([epsilon, *EDGES[1:], 1.0])
+    safe = np.clip(band, 0, 6)
+    with np.errstate(invalid="ignore"):
+        inside = (low >= lo_edge[safe]) & (high <= hi_edge[safe])
+    return np.asarray(inside & (band >= 0), dtype=np.bool_)
+
+
+def task_passes(
+    task: IntArray,
+    task_starts: IntArray,
+    counted: BoolArray,
+    passed: BoolArray,
+    *,
+    epsilon: float = DEFAULT_EPSILON,
+    confidence: float = CONFIDENCE,
+) -> TaskPasses:
+    """Everything of section 1 per task (see module doc)."""
+    n, s = pass_counts(task_starts, counted, passed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+    low, high = jeffreys(n, s, confidence)
+    band = band_of(rate)
+    return TaskPasses(
+        task=task,
+        n=n,
+        passes=s,
+        rate=rate.astype(np.float64),
+        low=low,
+        high=high,
+        band=band,
+        settled=settled_in_band(band, low, high, epsilon),
+    )
+
+
+def band_table(passes: TaskPasses) -> list[tuple[int, int]]:
+    """``(tasks, settled tasks)`` per band, lowest band first."""
+    table = []
+    for band in range(7):
+        inside = passes.band == band
+        table.append((int(np.count_nonzero(inside)), int(np.count_nonzero(inside & passes.settled))))
+    return table

@@ -1,0 +1,208 @@
+"""``gym eval analyze`` and ``gym eval health-check``, and the hooks ``gym eval profile --report`` and
+``gym eval run`` call.
+
+- ``gym eval analyze --inputs M --rollouts R [--pass-threshold 1.0] [--group-sizes 2,4,8,16,32,64]
+  [--group-size 8] [--target-share 0.5] [--settle-epsilon 0.05] [--reward-range 0,1] [--no-report]``
+  writes ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``, ``<stem>_quality_summary.json``
+  and ``<stem>_report.html`` next to R and prints a short summary. Bad input exits 1 with one
+  ``Error: …`` line before anything is written; a bad flag exits 2.
+- ``gym eval health-check RUN [--rollouts-file PATH] [--json] [--reward-range 0,1]``: RUN is a folder
+  (its ``rollouts.jsonl``, or ``--rollouts-file`` relative to it) or a rollouts file. Writes the two health
+  files and prints NeMo Gym's two lines plus the verdict. Unreadable lines are findings, not errors; the
+  exit code is 0 whatever the verdicts (as NeMo Gym's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from rich.console import Console
+
+from rewardgym.analysis.api import AnalyzeResult, analyze_files
+from rewardgym.analysis.document import Settings
+from rewardgym.analysis.scan import Scan
+from rewardgym.cli.main import eval_app
+from rewardgym.errors import UsageError
+
+
+def _floats(text: str, option: str, count: int | None = None) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"{option} expects comma-separated numbers, got {text!r}") from None
+    if not values or (count is not None and len(values) != count):
+        raise UsageError(f"{option} expects {count or 'some'} comma-separated numbers, got {text!r}")
+    return values
+
+
+def build_settings(
+    pass_threshold: float = 1.0,
+    group_sizes: str = "2,4,8,16,32,64",
+    group_size: int = 8,
+    target_share: float = 0.5,
+    settle_epsilon: float = 0.05,
+    reward_range: str = "0,1",
+) -> Settings:
+    sizes = tuple(int(v) for v in _floats(group_sizes, "--group-sizes"))
+    if any(s < 2 for s in sizes) or group_size < 2:
+        raise UsageError("group sizes must be at least 2")
+    if not 0 < target_share < 1:
+        raise UsageError("--target-share must lie strictly between 0 and 1")
+    if not 0 <= settle_epsilon < 0.2:
+        raise UsageError("--settle-epsilon must lie in [0, 0.2)")
+    low, high = _floats(reward_range, "--reward-range", 2)
+    if low > high:
+        raise UsageError("--reward-range: the low end exceeds the high end")
+    return Settings(
+        pass_threshold=pass_threshold,
+        group_sizes=sizes,
+        default_group=group_size,
+        target_share=target_share,
+        settle_epsilon=settle_epsilon,
+        reward_range=(low, high),
+    )
+
+
+def summary_lines(result: AnalyzeResult) -> list[str]:
+    """The printed summary of an analysis: bands with settled counts, GRPO, truncation, health."""
+    doc = result.analysis.document
+    lines = []
+    bands = doc["uncertainty"]["bands"]
+    tasks = doc["uncertainty"]["tasks"]
+    parts = [f"{b['band']} {b['tasks']} ({b['settled']} settled)" for b in bands if b["tasks"]]
+    lines.append(f"Tasks by pass rate ({tasks} tasks, Jeffreys 95 %): " + ", ".join(parts))
+    grpo = doc["grpo"]
+    share = grpo["informative_share_default"]
+    shown = "n/a" if share is None else f"{100 * share:.1f} %"
+    smallest = grpo["smallest_group_size"]["all"]
+    lines.append(
+        f"GRPO: informative groups at G={grpo['default_group_size']}: {shown}; "
+        f"smallest G reaching {100 * grpo['target_share']:.0f} %: {smallest if smallest else 'none ≤ 4096'}"
+    )
+    trunc = doc["length"]["truncation"]
+    cut_share = trunc["share"]
+    lines.append(
+        "Truncation: "
+        + ("n/a (no token counts)" if cut_share is None else f"{100 * cut_share:.1f} % of rollouts cut off")
+    )
+    lines.extend(health_lines(result))
+    return lines
+
+
+def health_lines(result: AnalyzeResult) -> list[str]:
+    health = result.analysis.document["health"]
+    lines = [f"Health: {health['verdict']}"]
+    for finding in health["findings"]:
+        lines.append(f"  [{finding['severity']}] {finding['check']}: {finding['evidence']}")
+        lines.append(f"      fix: {finding['fix']}")
+    return lines
+
+
+def print_result(result: AnalyzeResult) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    for line in summary_lines(result):
+        console.print(line, markup=False)
+    for path in result.written:
+        console.print(f"Wrote {path}", markup=False)
+
+
+def report_after_profile(inputs: Path, rollouts: Path, scan: Scan | None = None) -> None:
+    """``gym eval profile --report``: analyze the profiled run with default settings and print it."""
+    print_result(analyze_files(inputs, rollouts, scan=scan))
+
+
+def health_after_run(rollouts: Path) -> None:
+    """``gym eval run``'s closing health check (never changes the run's exit code)."""
+    if not rollouts.is_file():
+        return
+    try:
+        result = analyze_files(None, rollouts, strict=False, health_only=True)
+    except Exception as exc:
+        typer.echo(
+            f"Rollout health checks failed after collection ({exc}); rollout artifacts are still available."
+        )
+        return
+    _print_health(result)
+
+
+def _print_health(result: AnalyzeResult) -> None:
+    summary = orjson.loads(result.paths.quality.read_bytes())
+    verdicts = summary["run"]["verdicts"]
+    records = summary["run"]["artifacts"]["records"]
+    typer.echo(
+        f"Rollout health: {records} checked, {verdicts['healthy']} healthy, "
+        f"{verdicts['unhealthy']} unhealthy, {verdicts['unobserved']} unobserved"
+    )
+    typer.echo(f"Quality summary: {result.paths.quality}")
+    for line in health_lines(result):
+        typer.echo(line)
+
+
+RewardRangeOpt = Annotated[
+    str, typer.Option("--reward-range", help="The environment's declared reward range, 'low,high'.")
+]
+
+
+@eval_app.command(
+    "analyze",
+    help="Per-task uncertainty, GRPO zero-signal forecast, reward vs length, health verdicts and an HTML "
+    "report, written next to the rollouts.",
+)
+def analyze_command(
+    rollouts: Annotated[Path, typer.Option("--rollouts", help="Rollouts JSONL written by 'gym eval run'.")],
+    inputs: Annotated[
+        Path | None, typer.Option("--inputs", help="Materialized inputs (<stem>_materialized_inputs.jsonl).")
+    ] = None,
+    pass_threshold: Annotated[
+        float, typer.Option("--pass-threshold", help="A rollout passes when reward >= this.")
+    ] = 1.0,
+    group_sizes: Annotated[str, typer.Option("--group-sizes", help="GRPO group sizes to forecast.")] = (
+        "2,4,8,16,32,64"
+    ),
+    group_size: Annotated[int, typer.Option("--group-size", help="The GRPO group size you train with.")] = 8,
+    target_share: Annotated[
+        float, typer.Option("--target-share", help="Informative-group share the smallest G must reach.")
+    ] = 0.5,
+    settle_epsilon: Annotated[
+        float, typer.Option("--settle-epsilon", help="Width of the 0 % / 100 % bands for 'settled'.")
+    ] = 0.05,
+    reward_range: RewardRangeOpt = "0,1",
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip the HTML report.")] = False,
+) -> None:
+    settings = build_settings(
+        pass_threshold, group_sizes, group_size, target_share, settle_epsilon, reward_range
+    )
+    print_result(analyze_files(inputs, rollouts, settings, report=not no_report))
+
+
+@eval_app.command(
+    "health-check",
+    help="Rollout health checks on an existing run: <stem>_rollout_verdicts.jsonl and "
+    "<stem>_quality_summary.json.",
+)
+def health_check_command(
+    run: Annotated[Path, typer.Argument(help="Run folder (with rollouts.jsonl) or a rollouts file.")],
+    rollouts_file: Annotated[
+        Path | None, typer.Option("--rollouts-file", help="Rollouts file (relative to the run folder).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one line of JSON.")] = False,
+    reward_range: RewardRangeOpt = "0,1",
+) -> None:
+    if run.is_dir():
+        rollouts = run / (rollouts_file or Path("rollouts.jsonl"))
+    elif rollouts_file is not None:
+        raise UsageError(f"Run directory not found: {run}")
+    else:
+        rollouts = run
+    if not rollouts.is_file():
+        raise UsageError(f"Rollout JSONL not found: {rollouts}")
+    settings = build_settings(reward_range=reward_range)
+    result = analyze_files(None, rollouts, settings, strict=False, health_only=True)
+    if as_json:
+        summary = orjson.loads(result.paths.quality.read_bytes())
+        typer.echo(orjson.dumps(summary).decode())
+        return
+    _print_health(result)
