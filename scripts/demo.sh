@@ -3,7 +3,8 @@
 # Starts the embedded SmolLM2-135M-Instruct model + the string_match environment + simple_agent, collects
 # the 24 demo tasks (scripts/demo_data/tasks.jsonl: short questions of graded difficulty, each asking for an
 # "Answer: ..." line) x 8 repeats, each repeat with its own sampling seed, profiles them, prints the key
-# metrics, the profile summary and how many answers could not be read, and stops everything.
+# metrics, the profile summary, the health verdict and how many answers could not be read, writes the HTML
+# report and stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GYM=${GYM:-.venv/bin/gym}
@@ -24,7 +25,8 @@ DATA=scripts/demo_data/tasks.jsonl
 
 "$GYM" eval profile \
   --inputs "$OUT/rollouts_materialized_inputs.jsonl" \
-  --rollouts "$OUT/rollouts.jsonl"
+  --rollouts "$OUT/rollouts.jsonl" \
+  --report
 
 # string_match's metrics have no no-answer rate: count the rollouts whose reply had no readable answer.
 "$PYTHON" - "$OUT/rollouts.jsonl" <<'PY'
@@ -37,3 +39,4 @@ with open(sys.argv[1], "rb") as f:
 missing = sum(answer is None for answer in answers)
 print(f"Rollouts without an extractable answer: {missing} of {len(answers)} ({100 * missing / len(answers):.1f} %)")
 PY
+echo "Report: $OUT/rollouts_report.html (open it in a browser)"
