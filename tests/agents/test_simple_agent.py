@@ -11,7 +11,6 @@ import pytest
 from rewardgym.agents.simple_agent import SimpleAgent
 from rewardgym.agents.usage import accumulate_usage
 from rewardgym.protocol import VerifyResponse
-from rewardgym.servers.resources import ResourcesServer
 from tests.stubs.client import call
 from tests.stubs.environments import CounterServer, ExactMatchServer, ExactMatchVerifyRequest, WeatherServer
 
@@ -71,7 +70,7 @@ def agent_for(serve: Any, rs_url: str, model_url: str, **extra: Any) -> Any:
 @pytest.fixture
 def world(serve: Any, stub: Any) -> dict[str, Any]:
     runner, app = stub
-    env: ResourcesServer[Any] = Recording({"name": "env"})
+    env = Recording({"name": "env"})
     env.seen = []
     rs = serve(env)
     return {"stub": app, "stub_url": runner.url, "env": env, "rs": rs, "serve": serve}

@@ -4,6 +4,7 @@ files keep NeMo Gym 0.7.0's layout."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -14,7 +15,12 @@ from tests.analysis.helpers import inputs_for, read_lines, rollout, write
 from tests.profile.helpers import cli
 
 
-def _run(tmp_path: Path, rows: list[dict], failures: list[dict] | None = None, strict: bool = False):
+def _run(
+    tmp_path: Path,
+    rows: list[dict[str, Any]],
+    failures: list[dict[str, Any]] | None = None,
+    strict: bool = False,
+) -> Any:
     rollouts = write(tmp_path / "run.jsonl", rows)
     if failures:
         write(tmp_path / "run_failures.jsonl", failures)

@@ -68,7 +68,10 @@ def browser_page(report: Path) -> Iterator[tuple[Page, list[str], list[str]]]:
 
 
 def _visible_tasks(page: Page) -> list[str]:
-    return page.eval_on_selector_all("#spacer .row", "rows => rows.map(r => r.children[0].textContent)")
+    found: list[str] = page.eval_on_selector_all(
+        "#spacer .row", "rows => rows.map(r => r.children[0].textContent)"
+    )
+    return found
 
 
 def test_page_renders_offline_without_errors(

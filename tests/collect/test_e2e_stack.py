@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -74,7 +75,10 @@ def test_run_then_reverify_reproduces_rewards(tmp_path: Path, upstream: Threaded
     assert "Key metrics for mcqa_simple_agent" in run.stdout
     rollouts = _rows(tmp_path / "out" / "rollouts.jsonl")
     materialized = _rows(tmp_path / "out" / "rollouts_materialized_inputs.jsonl")
-    key = lambda r: (r["_ng_task_index"], r["_ng_rollout_index"])  # noqa: E731
+
+    def key(r: dict[str, Any]) -> tuple[int, int]:
+        return r["_ng_task_index"], r["_ng_rollout_index"]
+
     assert sorted(map(key, rollouts)) == sorted(map(key, materialized))
     assert len(rollouts) == 15
     # The stub always answers B: reward 1 exactly on the rows whose expected answer is B.

@@ -76,7 +76,9 @@ async def test_transient_failures_are_retried_in_place(tmp_path: Path, agent: St
 async def test_exhausted_and_permanent_failures_go_to_sidecar_never_to_rollouts(
     tmp_path: Path, agent: StubAgent
 ) -> None:
-    stubs = [{"fail": [500, 500, 500]}, {"fail": [422]}, {"garbage": True}, {"no_reward": True}, {}]
+    stubs: list[dict[str, Any]] = [
+        {"fail": [500, 500, 500]}, {"fail": [422]}, {"garbage": True}, {"no_reward": True}, {}
+    ]  # fmt: skip
     settings = _settings(
         tmp_path, _input(tmp_path, stubs), materialize=MaterializeOptions(agent_name="agent")
     )

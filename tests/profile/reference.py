@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -253,6 +254,9 @@ def reference_profile(
     fan_out = len(pairs) > len({k[0] for k in measured_rows})
 
     task_rows = []
+    group_keys: list[Any]
+    member: Callable[[Any], list[tuple[int, int]]]
+    expected_of: Callable[[Any], int]
     if fan_out:
         group_keys = sorted({(k[0], label_of[k]) for k in matched if label_of[k] is not None})
         member = lambda g: [k for k in matched if (k[0], label_of[k]) == g]  # noqa: E731
@@ -263,12 +267,12 @@ def reference_profile(
         expected_of = lambda g: sum(1 for k in measured_rows if k[0] == g)  # noqa: E731
     for g in group_keys:
         keys = member(g)
-        row: dict[str, Any] = {TASK: keys[0][0], **_describe([records[k] for k in keys], columns)}
+        task_row: dict[str, Any] = {TASK: keys[0][0], **_describe([records[k] for k in keys], columns)}
         if fan_out:
-            row["agent_ref"] = {"name": g[1]}
+            task_row["agent_ref"] = {"name": g[1]}
         sample = {k: v for k, v in rows_by[keys[0]].items() if k not in (TASK, ROLLOUT)}
         n, e = len(keys), expected_of(g)
-        row |= {
+        task_row |= {
             "sample": sample,
             "num_rollouts": n,
             "expected_num_rollouts": e,
@@ -276,12 +280,13 @@ def reference_profile(
             "reward_profile_completion_pct": 100.0 if e == 0 else 100.0 * n / e,
             "rollout_infos": [_info(results_by[k]) for k in keys],
         }
-        task_rows.append(row)
+        task_rows.append(task_row)
 
     by_label: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for k in matched:
-        if label_of[k] is not None:
-            by_label[label_of[k]].append(k)
+        label_k = label_of[k]
+        if label_k is not None:
+            by_label[label_k].append(k)
     repeat_entries = []
     ordered_columns = sorted(columns)
     for label in sorted(by_label):
@@ -305,7 +310,7 @@ def reference_profile(
                 s = _series(values)
                 for stat in ("mean", "median", "std", "sem", "min", "max", "p25", "p75"):
                     entry[f"{stat}/{c}"] = s[stat]
-                ci = _interval(s["mean"], s["sem"], s["n"])
+                ci = _interval(s["mean"], s["sem"], int(s["n"]))
                 if ci:
                     entry[f"ci_low_95/{c}"], entry[f"ci_high_95/{c}"] = ci
             repeat_entries.append(entry)
@@ -334,7 +339,7 @@ def reference_profile(
                 ("sem", "se"),
             ):
                 aggregate[f"{name}_across_repeats/{m}"] = s[stat]
-            ci = _interval(s["mean"], s["sem"], s["n"])
+            ci = _interval(s["mean"], s["sem"], int(s["n"]))
             if ci:
                 (
                     aggregate[f"ci_low_95_across_repeats/{m}"],
@@ -343,11 +348,15 @@ def reference_profile(
 
     agent_entries = []
     for label in sorted(by_label):
-        entry = {**_describe([records[k] for k in by_label[label]], columns), "agent_ref": {"name": label}}
-        entry |= across.get(label, {})
-        agent_entries.append(entry)
+        agent_entry: dict[str, Any] = {
+            **_describe([records[k] for k in by_label[label]], columns),
+            "agent_ref": {"name": label},
+        }
+        agent_entry |= across.get(label, {})
+        agent_entries.append(agent_entry)
     cov: dict[str, dict[str, int]] = {}
-    for agent in sorted({_agent(rows_by[k]) for k in results_by} - {None}):
+    agents = {agent_name for k in results_by if (agent_name := _agent(rows_by[k])) is not None}
+    for agent in sorted(agents):
         mine = [k for k in results_by if _agent(rows_by[k]) == agent]
         masked_mine = [k for k in mine if k in masked]
         if not masked_mine:

@@ -25,7 +25,7 @@ def _files(folder: Path, results: list[dict[str, Any]]) -> tuple[Path, Path]:
 
 
 def test_a_value_beyond_1e100_names_its_line_and_field(tmp_path: Path) -> None:
-    results = [
+    results: list[dict[str, Any]] = [
         {"_ng_task_index": 0, "_ng_rollout_index": 0, "reward": 1.0, "mask_sample": True},
         {"_ng_task_index": 0, "_ng_rollout_index": 1, "note": "no numbers"},
         {"_ng_task_index": 1, "_ng_rollout_index": 0, "reward": -1e100, "response": {"usage": {"t": 3}}},

@@ -167,7 +167,9 @@ def test_which_routes_are_dispatched_directly() -> None:
         ("GET", "/boom"),
         ("GET", "/stream"),
     }  # not: query parameters, path parameters, anything after a parameterised path, HEAD
-    assert FastAPIOnlyShapes({"name": "shapes"}).build_app().direct_routes() == {}
+    fastapi_only = FastAPIOnlyShapes({"name": "shapes"}).build_app()
+    assert isinstance(fastapi_only, ServerApp)
+    assert fastapi_only.direct_routes() == {}
 
 
 def test_an_earlier_route_keeps_its_path_and_middleware_turns_it_off(serve: Any) -> None:
@@ -183,6 +185,7 @@ def test_an_earlier_route_keeps_its_path_and_middleware_turns_it_off(serve: Any)
 
     with_middleware = ShapesServer({"name": "shapes"}).build_app()
     with_middleware.add_middleware(PassThrough)  # it must see every request: no direct dispatch
+    assert isinstance(with_middleware, ServerApp)
     assert with_middleware.direct_routes() == {}
 
 

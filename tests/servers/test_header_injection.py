@@ -11,7 +11,7 @@ Against a real stub upstream, over both transports (the lean HTTP/1.1 one and ai
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -37,7 +37,7 @@ def fast(request: pytest.FixtureRequest) -> HttpClientConfig:
 @pytest.fixture
 def echo() -> Any:
     app = EchoCredentialUpstream(status=400)
-    with ThreadedServer(app, name="echo") as runner:
+    with ThreadedServer(cast(Any, app), name="echo") as runner:
         yield runner, app
 
 

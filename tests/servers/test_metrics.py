@@ -81,7 +81,7 @@ def test_highest_k_metrics() -> None:
 
 
 def test_grouping_and_baseline_statistics() -> None:
-    data = [
+    data: list[dict[str, Any]] = [
         {"_ng_task_index": 1, "_ng_rollout_index": 1, "reward": 1.0, "ok": True},
         {"_ng_task_index": 1, "_ng_rollout_index": 0, "reward": 0.0, "ok": False},
         {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import openai
 import pytest
@@ -64,7 +64,7 @@ def test_streaming_replays(serve: Any, stub: Any) -> None:
     assert types[0] == "response.created" and types[-1] == "response.completed"
     assert "response.output_text.delta" in types
     assert [e.sequence_number for e in events] == list(range(len(events)))
-    assert events[-1].response.output_text == "\\boxed{B}"
+    assert cast(Any, events[-1]).response.output_text == "\\boxed{B}"
     assert "stream" not in app.requests[0]["json"]  # upstream called without streaming
 
     chunks = list(

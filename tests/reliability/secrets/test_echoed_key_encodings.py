@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 from urllib.parse import quote, quote_plus
 
 import orjson
@@ -49,7 +50,7 @@ def test_an_echoed_key_is_masked_in_every_encoding(tmp_path: Path) -> None:
     (tmp_path / "key.txt").chmod(0o600)
     stub = EchoCredentialUpstream(status=400)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
-    with ThreadedServer(stub, name="echo-credential") as upstream:
+    with ThreadedServer(cast(Any, stub), name="echo-credential") as upstream:
         run = subprocess.run(
             [sys.executable, "-m", "rewardgym", "eval", "run", "--resources-server", "mcqa",
              "--model-type", "vllm_model", "--agent", "mcqa_simple_agent", "--model", "stub-model",
