@@ -18,7 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from rewardgym.servers.launch import ThreadedServer
-from rewardgym.testing.checks import COLLECTOR_COLUMNS, ScriptedModelServer, assert_echoed, post
+from rewardgym.testing.checks import (
+    COLLECTOR_COLUMNS,
+    ScriptedModelServer,
+    assert_echoed,
+    post,
+    shipped_server,
+)
 from rewardgym.testing.client import Reply, call
 from rewardgym.testing.items import function_call, message, response
 from rewardgym.testing.replay import (
@@ -59,6 +65,7 @@ __all__ = [
     "replay_through_agent",
     "response",
     "serve_agent",
+    "shipped_server",
     "start_stub",
     "user_text",
     "verify_keys",

@@ -1,18 +1,34 @@
-"""Small pieces environment tests share: one ``/verify``-style POST, the echo check, and an in-process
-scripted model server."""
+"""Small pieces environment tests share: the shipped config's server, one ``/verify``-style POST, the echo
+check, and an in-process scripted model server."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
+
+from omegaconf import OmegaConf
 
 from rewardgym.protocol import Response, ResponseCreateParams
+from rewardgym.registry import lookup
 from rewardgym.servers.config import HttpClientConfig, ServerConfig
 from rewardgym.servers.errors import ApiError
 from rewardgym.servers.http import HttpClient, HttpReply
 from rewardgym.servers.model import CallContext, ModelServer
+from rewardgym.servers.resources import ResourcesServer
+
+S = TypeVar("S", bound=ResourcesServer[Any])
 
 COLLECTOR_COLUMNS = frozenset({"_ng_task_index", "_ng_rollout_index", "agent_ref"})
 """Columns the collector adds to a rollout row; ``/verify`` never returns them."""
+
+
+def shipped_server(cls: type[S], folder: str | Path, name: str) -> S:
+    """The environment ``name`` as its shipped ``<folder>/configs/<name>.yaml`` configures it, after checking
+    that the registry finds ``cls`` under that name."""
+    assert lookup("resources_servers", name) is cls, f"{name!r} is not registered to {cls.__name__}"
+    document = OmegaConf.to_container(OmegaConf.load(Path(folder) / "configs" / f"{name}.yaml"))
+    assert isinstance(document, dict)
+    return cls({**document[name]["resources_servers"][name], "name": name})
 
 
 async def post(url: str, body: Any) -> HttpReply:

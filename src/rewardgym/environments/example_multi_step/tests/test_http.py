@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
 
 from rewardgym.environments.example_multi_step.app import ExampleMultiStepServer
 from rewardgym.environments.example_multi_step.tests.test_example_multi_step import (
     EXTRAS,
 )
 from rewardgym.errors import ConfigError
-from rewardgym.registry import lookup
 from rewardgym.testing import (
     OpenAIStub,
     Recorded,
@@ -27,6 +25,7 @@ from rewardgym.testing import (
     replay_recorded_rollouts,
     replay_through_agent,
     serve_agent,
+    shipped_server,
 )
 from rewardgym.testing.items import function_call as _call
 from rewardgym.testing.items import message as _message
@@ -43,20 +42,13 @@ def _recorded() -> list[Recorded]:
     return recorded_examples(ROOT / "data")
 
 
-def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
-    return serve_agent(serve, NAME, env_url, model_url)
-
-
 @pytest.fixture
 def env(serve: Serve) -> ThreadedServer:
     return serve(ExampleMultiStepServer({"name": NAME}))
 
 
 def test_registered_and_configured_from_the_yaml() -> None:
-    assert lookup("resources_servers", NAME) is ExampleMultiStepServer
-    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
-    assert isinstance(document, dict)
-    server = ExampleMultiStepServer({**document[NAME]["resources_servers"][NAME], "name": NAME})
+    server = shipped_server(ExampleMultiStepServer, ROOT, NAME)
     assert server.config.description == "Multi-step tool calling"
     with pytest.raises(ConfigError, match=rf"{NAME}\.max_steps: unknown field"):
         ExampleMultiStepServer({"name": NAME, "max_steps": 3})
@@ -143,7 +135,7 @@ def test_recorded_episodes_through_simple_agent(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     runner, model = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     outcomes = replay_through_agent(agent.url, model, _recorded(), fields=("reward", "parsed_synonym_values"))
     assert outcomes
 
@@ -152,7 +144,7 @@ def test_malformed_arguments_and_unknown_tool_reach_the_model(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     runner, app = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     app.state.mode = "script"
     app.state.script = [
         {"output": [_call("c0", "get_synonym_value", "{not json"), _call("c1", "no_such_tool", "{}")]},

@@ -9,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
 
 from rewardgym.environments.example_session_state_mgmt.app import ExampleSessionStateMgmtServer
 from rewardgym.environments.example_session_state_mgmt.tests.test_example_session_state_mgmt import (
     _matched,
 )
 from rewardgym.errors import ConfigError
-from rewardgym.registry import lookup
 from rewardgym.testing import (
     OpenAIStub,
     Recorded,
@@ -26,6 +24,7 @@ from rewardgym.testing import (
     recorded_examples,
     replay_through_agent,
     serve_agent,
+    shipped_server,
 )
 from rewardgym.testing.items import function_call as _call
 from rewardgym.testing.items import message as _message
@@ -43,20 +42,13 @@ def _recorded() -> list[Recorded]:
     return recorded_examples(ROOT / "data")
 
 
-def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
-    return serve_agent(serve, NAME, env_url, model_url)
-
-
 @pytest.fixture
 def env(serve: Serve) -> ThreadedServer:
     return serve(ExampleSessionStateMgmtServer({"name": NAME}))
 
 
 def test_registered_and_configured_from_the_yaml() -> None:
-    assert lookup("resources_servers", NAME) is ExampleSessionStateMgmtServer
-    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
-    assert isinstance(document, dict)
-    server = ExampleSessionStateMgmtServer({**document[NAME]["resources_servers"][NAME], "name": NAME})
+    server = shipped_server(ExampleSessionStateMgmtServer, ROOT, NAME)
     assert server.config.domain == "agent"
     server = ExampleSessionStateMgmtServer({"name": NAME, "session_ttl_s": 60, "max_sessions": 10})
     assert (server.sessions.ttl_s, server.sessions.max_sessions) == (60, 10)
@@ -153,7 +145,7 @@ def test_recorded_episodes_through_simple_agent(
 ) -> None:
     """Cookies are threaded seed → tools → verify by the agent: the counters reach the recorded totals."""
     runner, model = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     outcomes = replay_through_agent(agent.url, model, _recorded(), fields=("reward",))
     assert outcomes
 
@@ -162,7 +154,7 @@ def test_malformed_arguments_and_unknown_tool_then_the_session_continues(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     runner, app = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     app.state.mode = "script"
     app.state.script = [
         {

@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
 
 from rewardgym.environments.example_single_tool_call.app import ExampleSingleToolCallServer
 from rewardgym.errors import ConfigError
-from rewardgym.registry import lookup
 from rewardgym.testing import (
     OpenAIStub,
     Recorded,
@@ -24,6 +22,7 @@ from rewardgym.testing import (
     replay_recorded_rollouts,
     replay_through_agent,
     serve_agent,
+    shipped_server,
 )
 
 NAME = "example_single_tool_call"
@@ -36,21 +35,13 @@ def _recorded() -> list[Recorded]:
     return recorded_examples(ROOT / "data")
 
 
-def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
-    return serve_agent(serve, NAME, env_url, model_url)
-
-
 @pytest.fixture
 def env(serve: Serve) -> ThreadedServer:
     return serve(ExampleSingleToolCallServer({"name": NAME}))
 
 
 def test_registered_and_configured_from_the_yaml() -> None:
-    assert lookup("resources_servers", NAME) is ExampleSingleToolCallServer
-    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
-    assert isinstance(document, dict)
-    block = document[NAME]["resources_servers"][NAME]
-    server = ExampleSingleToolCallServer({**block, "name": NAME})
+    server = shipped_server(ExampleSingleToolCallServer, ROOT, NAME)
     assert server.config.domain == "agent"
     with pytest.raises(ConfigError, match=rf"{NAME}\.grading_mode: unknown field"):
         ExampleSingleToolCallServer({"name": NAME, "grading_mode": "x"})
@@ -96,7 +87,7 @@ def test_recorded_episodes_through_simple_agent(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     runner, model = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     outcomes = replay_through_agent(agent.url, model, _recorded(), fields=("reward",))
     assert outcomes
 
@@ -105,7 +96,7 @@ def test_malformed_arguments_and_unknown_tool_reach_the_model(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     runner, app = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     calls = [("get_weather", "{not json"), ("no_such_tool", "{}"), ("get_weather", '{"city": "Oslo"}')]
     app.state.mode = "script"
     app.state.script = [

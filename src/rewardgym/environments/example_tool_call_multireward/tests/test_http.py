@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from omegaconf import OmegaConf
 
 from rewardgym.environments.example_tool_call_multireward.app import ExampleToolCallMultirewardServer
 from rewardgym.environments.example_tool_call_multireward.tests.test_example_tool_call_multireward import (
@@ -18,7 +17,6 @@ from rewardgym.environments.example_tool_call_multireward.tests.test_example_too
     TOOL,
 )
 from rewardgym.errors import ConfigError
-from rewardgym.registry import lookup
 from rewardgym.testing import (
     OpenAIStub,
     Recorded,
@@ -29,6 +27,7 @@ from rewardgym.testing import (
     replay_recorded_rollouts,
     replay_through_agent,
     serve_agent,
+    shipped_server,
 )
 from rewardgym.testing.items import function_call as _call
 from rewardgym.testing.items import message as _message
@@ -45,20 +44,13 @@ def _recorded() -> list[Recorded]:
     return recorded_examples(ROOT / "data")
 
 
-def _agent(serve: Serve, env_url: str, model_url: str) -> ThreadedServer:
-    return serve_agent(serve, NAME, env_url, model_url)
-
-
 @pytest.fixture
 def env(serve: Serve) -> ThreadedServer:
     return serve(ExampleToolCallMultirewardServer({"name": NAME}))
 
 
 def test_registered_and_configured_from_the_yaml() -> None:
-    assert lookup("resources_servers", NAME) is ExampleToolCallMultirewardServer
-    document = OmegaConf.to_container(OmegaConf.load(ROOT / "configs" / f"{NAME}.yaml"))
-    assert isinstance(document, dict)
-    server = ExampleToolCallMultirewardServer({**document[NAME]["resources_servers"][NAME], "name": NAME})
+    server = shipped_server(ExampleToolCallMultirewardServer, ROOT, NAME)
     assert server.config.domain == "agent"
     with pytest.raises(ConfigError, match=rf"{NAME}\.expected_call: unknown field"):
         ExampleToolCallMultirewardServer({"name": NAME, "expected_call": {}})
@@ -139,7 +131,7 @@ def test_recorded_episodes_through_simple_agent(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     runner, model = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     outcomes = replay_through_agent(agent.url, model, _recorded(), fields=("reward", "reward_components"))
     assert outcomes
 
@@ -148,7 +140,7 @@ def test_malformed_arguments_and_unknown_tool_reach_the_model(
     env: ThreadedServer, serve: Serve, scripted_model: Stub
 ) -> None:
     runner, app = scripted_model
-    agent = _agent(serve, env.url, runner.url)
+    agent = serve_agent(serve, NAME, env.url, runner.url)
     app.state.mode = "script"
     app.state.script = [
         {"output": [_call("c0", "get_weather", "{not json"), _call("c1", "no_such_tool", "{}")]},
