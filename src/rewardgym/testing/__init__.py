@@ -15,6 +15,7 @@ The fixtures come from the ``rewardgym`` pytest plugin, registered by installing
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rewardgym.servers.launch import ThreadedServer
@@ -49,7 +50,9 @@ __all__ = [
     "Recorded",
     "ReplayMismatch",
     "Reply",
+    "Scripted",
     "ScriptedModelServer",
+    "Serve",
     "StubState",
     "ThreadedServer",
     "assert_echoed",
@@ -70,6 +73,12 @@ __all__ = [
     "user_text",
     "verify_keys",
 ]
+
+
+Serve = Callable[[Any], ThreadedServer]
+"""The ``serve`` fixture's type: a server object in, its running :class:`ThreadedServer` out."""
+Scripted = tuple[ThreadedServer, OpenAIStub]
+"""The ``scripted_model`` fixture's type: (runner with ``.url``, stub with ``.state`` / ``.requests``)."""
 
 
 def serve_agent(

@@ -4,9 +4,7 @@ verify), session isolation, bad input, and full episodes through ``simple_agent`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,8 +14,9 @@ from rewardgym.environments.example_session_state_mgmt.tests.test_example_sessio
 )
 from rewardgym.errors import ConfigError
 from rewardgym.testing import (
-    OpenAIStub,
     Recorded,
+    Scripted,
+    Serve,
     ThreadedServer,
     call,
     read_jsonl,
@@ -34,8 +33,6 @@ from rewardgym.testing.replay import verify_keys as _stamps_removed
 NAME = "example_session_state_mgmt"
 ROOT = Path(__file__).resolve().parents[1]
 ROW = read_jsonl(ROOT / "data" / "example.jsonl")[0]  # initial 3, expected 6
-Serve = Callable[[Any], ThreadedServer]
-Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
 
 
 def _recorded() -> list[Recorded]:
@@ -141,7 +138,7 @@ def test_bad_input(env: ThreadedServer) -> None:
 
 
 def test_recorded_episodes_through_simple_agent(
-    env: ThreadedServer, serve: Serve, scripted_model: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Scripted
 ) -> None:
     """Cookies are threaded seed → tools → verify by the agent: the counters reach the recorded totals."""
     runner, model = scripted_model
@@ -151,7 +148,7 @@ def test_recorded_episodes_through_simple_agent(
 
 
 def test_malformed_arguments_and_unknown_tool_then_the_session_continues(
-    env: ThreadedServer, serve: Serve, scripted_model: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Scripted
 ) -> None:
     runner, app = scripted_model
     agent = serve_agent(serve, NAME, env.url, runner.url)

@@ -4,17 +4,16 @@ episodes through ``simple_agent`` with the stub model replaying the recorded cal
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from rewardgym.environments.example_single_tool_call.app import ExampleSingleToolCallServer
 from rewardgym.errors import ConfigError
 from rewardgym.testing import (
-    OpenAIStub,
     Recorded,
+    Scripted,
+    Serve,
     ThreadedServer,
     call,
     read_jsonl,
@@ -27,8 +26,6 @@ from rewardgym.testing import (
 
 NAME = "example_single_tool_call"
 ROOT = Path(__file__).resolve().parents[1]
-Serve = Callable[[Any], ThreadedServer]
-Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
 
 
 def _recorded() -> list[Recorded]:
@@ -84,7 +81,7 @@ def test_bad_verify_input(env: ThreadedServer) -> None:
 
 
 def test_recorded_episodes_through_simple_agent(
-    env: ThreadedServer, serve: Serve, scripted_model: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Scripted
 ) -> None:
     runner, model = scripted_model
     agent = serve_agent(serve, NAME, env.url, runner.url)
@@ -93,7 +90,7 @@ def test_recorded_episodes_through_simple_agent(
 
 
 def test_malformed_arguments_and_unknown_tool_reach_the_model(
-    env: ThreadedServer, serve: Serve, scripted_model: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Scripted
 ) -> None:
     runner, app = scripted_model
     agent = serve_agent(serve, NAME, env.url, runner.url)

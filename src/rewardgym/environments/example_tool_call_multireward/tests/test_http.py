@@ -5,7 +5,6 @@ calls."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,9 @@ from rewardgym.environments.example_tool_call_multireward.tests.test_example_too
 )
 from rewardgym.errors import ConfigError
 from rewardgym.testing import (
-    OpenAIStub,
     Recorded,
+    Scripted,
+    Serve,
     ThreadedServer,
     call,
     read_jsonl,
@@ -36,8 +36,6 @@ from rewardgym.testing.items import response as _response
 NAME = "example_tool_call_multireward"
 ROOT = Path(__file__).resolve().parents[1]
 ROW = read_jsonl(ROOT / "data" / "example.jsonl")[0]  # San Francisco
-Serve = Callable[[Any], ThreadedServer]
-Stub = tuple[ThreadedServer, OpenAIStub]  # the scripted_model fixture: (runner, stub)
 
 
 def _recorded() -> list[Recorded]:
@@ -128,7 +126,7 @@ def test_aggregate_metrics(env: ThreadedServer) -> None:
 
 
 def test_recorded_episodes_through_simple_agent(
-    env: ThreadedServer, serve: Serve, scripted_model: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Scripted
 ) -> None:
     runner, model = scripted_model
     agent = serve_agent(serve, NAME, env.url, runner.url)
@@ -137,7 +135,7 @@ def test_recorded_episodes_through_simple_agent(
 
 
 def test_malformed_arguments_and_unknown_tool_reach_the_model(
-    env: ThreadedServer, serve: Serve, scripted_model: Stub
+    env: ThreadedServer, serve: Serve, scripted_model: Scripted
 ) -> None:
     runner, app = scripted_model
     agent = serve_agent(serve, NAME, env.url, runner.url)
