@@ -1,5 +1,6 @@
 # rewardgym developer entry points. `make demo` and `make test` are the README's two commands.
 PYTHON ?= python3
+XDIST  ?= -n 2
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -7,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install model demo test lint typecheck pytest format clean
+.PHONY: install model demo test test-fast lint typecheck pytest format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,12 +28,20 @@ model: $(STAMP)
 demo: model
 	bash scripts/demo.sh
 
-## README command 2: lint, format check, strict typing, full test suite.
+## README command 2: lint, format check, strict typing, full test suite (on both cores: pytest-xdist).
 test: model
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+## The unit tier while developing (~1-2 min): no crash/fault/load harness, no docs replay, no real model.
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest $(XDIST) -q -m "not slow and not model" --ignore=tests/reliability \
+		--ignore=tests/docs --ignore=tests/authoring $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -111,7 +111,7 @@ def main() -> None:
         [sys.executable, "-m", "rewardgym", "eval", "run", "--no-serve", "--head-url",
          f"http://127.0.0.1:{head_port}", "--input", str(work / "in.jsonl"), "--output",
          str(work / "out" / "rollouts.jsonl"), "--agent", "mcqa_simple_agent", "--concurrency",
-         str(args.concurrency), "--disable-aggregation"],
+         str(args.concurrency), "--disable-aggregation", "--no-health-check"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     proc = psutil.Process(collector.pid)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from rewardgym.collect.stack import ServedStack
 from rewardgym.config import load_config_from_flags
@@ -87,6 +88,7 @@ async def test_ctrl_c_says_interrupted_with_counts_and_exits_130(tmp_path: Path,
     assert "Aggregate metrics: not computed (the run did not finish)" in output
 
 
+@pytest.mark.slow
 async def test_shards_are_disjoint_and_aggregate_merges_them(tmp_path: Path, agent: StubAgent) -> None:
     _rows(tmp_path / "in.jsonl", [{}] * 5)
     for i in range(3):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.collect.agent_stub import StubAgent
 from tests.conftest import REPO_ROOT
@@ -26,6 +27,7 @@ async def _gym(*args: str, cwd: Path) -> asyncio.subprocess.Process:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 async def test_kill_9_at_random_moments_then_resume_gives_exact_key_set(
     tmp_path: Path, agent: StubAgent
 ) -> None:

@@ -108,7 +108,15 @@ def _collect(
     write_mcqa_rows(work / "in.jsonl", rollouts)
     servers = {name: psutil.Process(r["pid"]) for name, r in instances(head).items()}
     out = work / "out" / "rollouts.jsonl"
-    args = run_args(out, input_path=work / "in.jsonl", head_url=head, concurrency=concurrency)
+    # Collection alone: the health check after it reads the whole file back (memory that grows with the
+    # rollouts, by design) and is measured by benchmarks/analysis, not here.
+    args = run_args(
+        out,
+        input_path=work / "in.jsonl",
+        head_url=head,
+        concurrency=concurrency,
+        extra=("--no-health-check",),
+    )
     started = time.monotonic()
     run = GymProcess(args, cwd=work)
     collector = psutil.Process(run.pid)

@@ -239,6 +239,7 @@ def test_every_output_respects_the_umask(bad_input_stack: Stack, folder: Path) -
             "rollouts.jsonl", "rollouts_materialized_inputs.jsonl", "rollouts_failures.jsonl",
             "rollouts_aggregate_metrics.json", "rollouts_run.json", "rollouts_reward_profiling.jsonl",
             "rollouts_agent_metrics.json", "rollouts_repeat_level_metrics.json",
+            "rollouts_quality_summary.json", "rollouts_rollout_verdicts.jsonl",
         }  # fmt: skip
         assert written == dict.fromkeys(written, mode), (oct(umask), written)
         shutil.rmtree(folder / "out")

@@ -63,6 +63,7 @@ def test_a_killed_materialization_leaves_a_temp_file_the_next_run_removes(
     assert again.finish(timeout=120) == 0, again.text
     assert not leftover[0].exists()
     assert sorted(p.name for p in out.iterdir() if p.name != "logs") == [
-        "rollouts.jsonl", "rollouts_failures.jsonl", "rollouts_materialized_inputs.jsonl", "rollouts_run.json"
+        "rollouts.jsonl", "rollouts_failures.jsonl", "rollouts_materialized_inputs.jsonl",
+        "rollouts_quality_summary.json", "rollouts_rollout_verdicts.jsonl", "rollouts_run.json",
     ]  # fmt: skip
     assert len((out / "rollouts.jsonl").read_bytes().splitlines()) == 2

@@ -72,8 +72,10 @@ class CodeGenConfig(BaseModel):
     run ("Output limit: …", ``-1``)."""
 
     sandbox_uid_base: int | None = Field(65000, ge=1)
-    """When the server runs as root, sandbox slot ``k`` runs as uid/gid ``sandbox_uid_base + k`` (no passwd
-    entry needed), so each concurrent run has its own process limit and can touch no root-owned file.
+    """When the server runs as root, each sandbox runs as a uid/gid from ``sandbox_uid_base`` up (no passwd
+    entry needed) that no other run on the machine holds at the time — slot ``k`` prefers
+    ``sandbox_uid_base + k``, a host-wide lock (:mod:`.uid_claim`) settles it — so each concurrent run has its
+    own process limit and can touch no root-owned file.
     ``None`` keeps root (not recommended)."""
 
     work_dir: str | None = None

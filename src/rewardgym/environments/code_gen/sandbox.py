@@ -48,6 +48,7 @@ import psutil
 from rewardgym.environments.code_gen.config import CodeGenConfig
 from rewardgym.environments.code_gen.isolation import PROBE_TIMEOUT_S, Isolation, probe_isolation
 from rewardgym.environments.code_gen.lcb_execution import INT_MAX_STR_DIGITS
+from rewardgym.environments.code_gen.uid_claim import claim_uid, release_uid
 from rewardgym.errors import ServerError
 
 log = logging.getLogger(__name__)
@@ -321,8 +322,10 @@ class CodeSandbox:
         assert found is not None
         slot = await self._slots.get()
         uid = None
+        claim: int | None = None
         if found.drop_privileges and os.geteuid() == 0 and self.config.sandbox_uid_base is not None:
-            uid = self.config.sandbox_uid_base + slot
+            # A uid no other server on the machine is using now (its process limit and clean-up are ours).
+            uid, claim = claim_uid(self.config.sandbox_uid_base, slot)
         # With a private root the work folder lives on the sandbox's own tmpfs: nothing is made on the host.
         host_dir = (
             None
@@ -366,6 +369,8 @@ class CodeSandbox:
                 await _finish(run)
             if host_dir is not None:
                 shutil.rmtree(host_dir, ignore_errors=True)
+            if claim is not None:
+                release_uid(claim)  # after the uid-wide kill: nothing of this run is left under it
             self._slots.put_nowait(slot)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from rewardgym.environments.code_gen.isolation import Isolation, probe_isolation
+from rewardgym.environments.code_gen.tests.helpers import worker_uid_base
 from rewardgym.environments.code_gen.verifier import CodeGenConfig
 
 _REPO = Path(__file__).resolve().parents[5]
@@ -37,5 +38,5 @@ def config(isolation: Isolation) -> CodeGenConfig:
         unit_test_timeout_secs=2,
         max_concurrent_executions=2,
         require_network_isolation=isolation.mode != "none",
-        sandbox_uid_base=65000 if isolation.mode != "none" else None,
+        sandbox_uid_base=worker_uid_base(65000) if isolation.mode != "none" else None,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rewardgym.environments.code_gen.verifier import CodeGenVerifyRequest
@@ -40,3 +41,10 @@ def make_request(
 def fenced(code: str) -> str:
     """A model answer with ``code`` in a python fence."""
     return f"Here is my solution.\n```python\n{code}\n```\nDone."
+
+
+def worker_uid_base(base: int) -> int:
+    """``base`` moved apart per pytest-xdist worker, so the uid-range checks of one worker's tests never see
+    another worker's sandboxes (the host-wide uid claims keep real servers apart anyway)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    return base + 300 * (int(worker) if worker.isdigit() else 0)

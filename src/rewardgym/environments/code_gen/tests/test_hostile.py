@@ -12,6 +12,7 @@ import pytest
 
 from rewardgym.environments.code_gen.app import CodeGenServer
 from rewardgym.environments.code_gen.isolation import Isolation
+from rewardgym.environments.code_gen.tests.helpers import worker_uid_base
 from rewardgym.environments.code_gen.tests.hostile import (
     CASES,
     SERVER_SETTINGS,
@@ -22,7 +23,9 @@ from rewardgym.environments.code_gen.tests.hostile import (
 )
 from rewardgym.servers.launch import ThreadedServer
 
-UID_BASE = 65200  # apart from the other code_gen tests' slots: a run kills every process of its slot's uid
+pytestmark = pytest.mark.slow  # the whole hostile catalogue (~25 s): `make test` runs it, test-fast not
+
+UID_BASE = worker_uid_base(65200)  # apart from the other code_gen tests (a run kills its uid), per worker
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from tests.stubs.client import call
 from rewardgym.agents.simple_agent import SimpleAgent
 from rewardgym.environments.code_gen.app import CodeGenServer
 from rewardgym.environments.code_gen.isolation import Isolation
-from rewardgym.environments.code_gen.tests.helpers import fenced, make_request
+from rewardgym.environments.code_gen.tests.helpers import fenced, make_request, worker_uid_base
 from rewardgym.environments.code_gen.tests.test_code_gen import NEWER_KEYS, _lines, _prompt
 from rewardgym.errors import ConfigError, ServerError
 from rewardgym.protocol import dump
@@ -30,7 +30,8 @@ from rewardgym.servers.launch import ThreadedServer
 
 NAME = "code_gen"
 ROOT = Path(__file__).resolve().parents[1]
-UID_BASE = 65100  # apart from the verifier tests' 65000 slots: a run kills every process of its slot's uid
+# Apart from the verifier tests' slots (a run kills every process of its uid), and per xdist worker.
+UID_BASE = worker_uid_base(65100)
 Serve = Callable[[Any], ThreadedServer]
 Stub = tuple[ThreadedServer, Any]  # (runner, tests.stubs.openai_stub.OpenAIStub)
 

@@ -1,0 +1,59 @@
+"""Host-wide uid claims: two holders never get the same uid, a dead holder's claim is gone, and the
+sandbox runs under the claimed uid."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rewardgym.environments.code_gen.uid_claim import SEARCH, claim_uid, release_uid
+
+BASE = 61000  # away from the servers' default base, so a test never blocks a real sandbox
+
+
+def test_claims_are_exclusive_and_prefer_the_slot() -> None:
+    first, fd1 = claim_uid(BASE, preferred=3)
+    second, fd2 = claim_uid(BASE, preferred=3)  # another open file description: a rival holder
+    try:
+        assert first == BASE + 3
+        assert second != first and BASE <= second < BASE + SEARCH
+    finally:
+        release_uid(fd1)
+        release_uid(fd2)
+    again, fd3 = claim_uid(BASE, preferred=3)
+    release_uid(fd3)
+    assert again == BASE + 3  # released: free again
+
+
+def test_a_claim_held_by_another_process_is_skipped_and_freed_by_its_death() -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from rewardgym.environments.code_gen.uid_claim import claim_uid;"
+         f"uid, fd = claim_uid({BASE}, 7); print(uid, flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        assert int(holder.stdout.readline()) == BASE + 7
+        uid, fd = claim_uid(BASE, 7)
+        release_uid(fd)
+        assert uid != BASE + 7
+    finally:
+        holder.kill()
+        holder.wait()
+    uid, fd = claim_uid(BASE, 7)  # the kernel dropped the dead holder's lock
+    release_uid(fd)
+    assert uid == BASE + 7
+
+
+def test_every_uid_held_is_an_error() -> None:
+    held = []
+    try:
+        with pytest.raises(RuntimeError, match="in use on this machine"):
+            for _ in range(SEARCH + 1):
+                held.append(claim_uid(BASE)[1])
+    finally:
+        for fd in held:
+            release_uid(fd)
