@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from rewardgym.servers.h1pool import (
+from rewardgym.http.h1pool import (
     H1ConnectError,
     H1Disconnected,
     H1Pool,

@@ -7,21 +7,18 @@ from __future__ import annotations
 
 import socket
 import time
-from email.utils import formatdate
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.errors import (
+from rewardgym.http.client import HttpClient, parse_set_cookies
+from rewardgym.http.config import HttpClientConfig
+from rewardgym.http.errors import (
     UpstreamConnectionError,
     UpstreamHTTPError,
     UpstreamProtocolError,
     UpstreamTimeout,
 )
-from rewardgym.servers.http import HttpClient, backoff_delay, parse_set_cookies, retry_after_seconds
 
 BASE = HttpClientConfig(max_attempts=3, backoff_base_s=0.01, backoff_max_s=0.05, read_timeout_s=2.0)
 BODY = {"input": "hi"}
@@ -98,24 +95,6 @@ async def test_retry_after_is_capped(stub: Any, fast: HttpClientConfig) -> None:
         started = time.monotonic()
         await client.post(responses_url(runner), json=BODY)
     assert time.monotonic() - started < 2
-
-
-def test_retry_after_parsing() -> None:
-    now = time.time()
-    assert retry_after_seconds("7") == 7.0
-    assert retry_after_seconds("0.5") == 0.5
-    assert retry_after_seconds(None) is None
-    assert retry_after_seconds("soon") is None
-    http_date = formatdate(now + 30, usegmt=True)
-    assert 28 <= (retry_after_seconds(http_date, now=now) or 0) <= 31
-    assert retry_after_seconds(formatdate(now - 30, usegmt=True), now=now) == 0.0
-
-
-@given(st.integers(min_value=1, max_value=40))
-def test_backoff_is_full_jitter_and_capped(attempt: int) -> None:
-    config = HttpClientConfig(backoff_base_s=0.1, backoff_max_s=2.0)
-    delay = backoff_delay(attempt, config)
-    assert 0.0 <= delay <= min(2.0, 0.1 * 2 ** (attempt - 1))
 
 
 async def test_connection_refused_is_retried_then_raised(fast: HttpClientConfig) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 import rewardgym
 from rewardgym.errors import ConfigError
-from rewardgym.servers.errors import UpstreamConnectionError
+from rewardgym.http.errors import UpstreamConnectionError
 from rewardgym.servers.launch import ThreadedServer
 from rewardgym.servers.probe import http_status, listening
 from rewardgym.servers.registry_server import HeadServer

@@ -49,8 +49,8 @@ from rewardgym.cli.overrides import split_overrides
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import ServerError
-from rewardgym.servers.errors import UpstreamError, UpstreamHTTPError
-from rewardgym.servers.http import HttpClient
+from rewardgym.http.client import HttpClient
+from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
 from rewardgym.servers.spec import ChildSpec
 from rewardgym.servers.supervisor import Supervisor, SupervisorOptions

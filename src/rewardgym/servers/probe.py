@@ -8,8 +8,8 @@ Contract:
 - :func:`listening` is true when a TCP connection to ``host:port`` is accepted (refused, unreachable or
   timed out → false). A uvicorn server listens only after its lifespan start-up has completed.
 - :func:`http_status` sends one ``GET`` (no retries, no redirects followed, ``Connection: close``) and returns
-  the status code, whatever it is. Failures raise :class:`~rewardgym.servers.errors.UpstreamTimeout` or
-  :class:`~rewardgym.servers.errors.UpstreamConnectionError` (``dns_failure=True`` when the host name does not
+  the status code, whatever it is. Failures raise :class:`~rewardgym.http.errors.UpstreamTimeout` or
+  :class:`~rewardgym.http.errors.UpstreamConnectionError` (``dns_failure=True`` when the host name does not
   resolve), naming the URL without credentials or query.
 """
 
@@ -20,7 +20,7 @@ import contextlib
 import socket
 from urllib.parse import urlsplit
 
-from rewardgym.servers.errors import UpstreamConnectionError, UpstreamTimeout
+from rewardgym.http.errors import UpstreamConnectionError, UpstreamTimeout
 
 
 async def listening(host: str, port: int, timeout_s: float = 1.0) -> bool:

@@ -38,9 +38,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import rewardgym
+from rewardgym.http.client import HttpClient
+from rewardgym.http.errors import UpstreamError
 from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.errors import UpstreamError
-from rewardgym.servers.http import HttpClient
 from rewardgym.servers.logs import server_logger
 from rewardgym.servers.spec import InstanceRecord
 from rewardgym.servers.wire import error_body, json_response

@@ -47,7 +47,7 @@ import orjson
 
 from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
-from rewardgym.servers.errors import UpstreamConnectionError, UpstreamError, safe_url
+from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
 from rewardgym.servers.forking import ForkedProcess, ForkServer, ForkServerError
 from rewardgym.servers.logs import log_path
 from rewardgym.servers.probe import http_status, listening

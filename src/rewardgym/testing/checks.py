@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rewardgym.http.client import HttpClient, HttpReply
+from rewardgym.http.config import HttpClientConfig
 from rewardgym.protocol import Response, ResponseCreateParams
-from rewardgym.servers.config import HttpClientConfig, ServerConfig
+from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import ApiError
-from rewardgym.servers.http import HttpClient, HttpReply
 from rewardgym.servers.model import CallContext, ModelServer
 
 COLLECTOR_COLUMNS = frozenset({"_ng_task_index", "_ng_rollout_index", "agent_ref"})

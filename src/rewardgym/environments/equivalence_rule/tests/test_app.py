@@ -16,9 +16,9 @@ from rewardgym.environments.equivalence_rule.tests.test_equivalence_rule import 
     _request,
 )
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
 from rewardgym.protocol import dump
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
 from rewardgym.servers.launch import ThreadedServer
 from rewardgym.servers.plan import child_specs, validate_specs
 from rewardgym.servers.spec import server_class

@@ -23,9 +23,9 @@ from rewardgym.environments.math_with_judge.tests.test_math_with_judge import (
     _request,
 )
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
 from rewardgym.protocol import Response, dump
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
 from rewardgym.servers.launch import ThreadedServer
 from rewardgym.servers.plan import child_specs, validate_specs
 from rewardgym.servers.spec import server_class

@@ -1,6 +1,6 @@
 """One HTTP/1.1 client connection (an asyncio protocol driving httptools), its reply and its failures.
 
-Used by :mod:`rewardgym.servers.h1pool`, which owns the contract (framing, reuse, timeouts). A connection
+Used by :mod:`rewardgym.http.h1pool`, which owns the contract (framing, reuse, timeouts). A connection
 carries at most one request at a time; it is reusable only after a complete reply that allows keep-alive.
 """
 

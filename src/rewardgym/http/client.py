@@ -10,47 +10,44 @@ Contract:
   ``max_attempts`` attempts.
 - A reply body larger than ``max_reply_bytes`` (32 MiB by default; counted after any content decoding, so a
   gzip bomb is cut off too) fails the call with
-  :class:`~rewardgym.servers.errors.UpstreamReplyTooLarge` at once, without a retry; neither transport
+  :class:`~rewardgym.http.errors.UpstreamReplyTooLarge` at once, without a retry; neither transport
   buffers more than the limit.
 - Retried: connection errors (refused, reset, server disconnected), timeouts (unless
   ``retry_on_timeout=False``) and the statuses of ``retry_statuses`` (default 429, 502, 503, 504). The
   sleep before attempt *n+1* is full-jitter exponential backoff ``uniform(0, min(max, base * 2**n))``, or
-  the server's ``Retry-After`` (seconds or HTTP-date, capped at ``retry_after_max_s``) when it sent one.
+  the server's ``Retry-After`` (seconds or HTTP-date, capped at ``retry_after_max_s``) when it sent one
+  (:mod:`rewardgym.http.retry`, the same timing the collector uses).
   Nothing else is retried; in particular other 4xx are final.
-- Failures are raised as :class:`~rewardgym.servers.errors.UpstreamHTTPError` (non-2xx, when
-  ``raise_for_status``), :class:`~rewardgym.servers.errors.UpstreamTimeout` or
-  :class:`~rewardgym.servers.errors.UpstreamConnectionError`; a server app maps them to 502/504.
+- Failures are raised as :class:`~rewardgym.http.errors.UpstreamHTTPError` (non-2xx, when
+  ``raise_for_status``), :class:`~rewardgym.http.errors.UpstreamTimeout` or
+  :class:`~rewardgym.http.errors.UpstreamConnectionError`; a server app maps them to 502/504.
 - Bodies are sent as given (``data=`` bytes) or serialised with orjson (``json=``); replies are read whole
   into bytes (``HttpReply.json()`` parses with orjson).
 - Transport: plain ``http://`` URLs go through the lean keep-alive transport of
-  :mod:`rewardgym.servers.h1pool` (every hop between our own servers, and local vLLM / llama.cpp);
+  :mod:`rewardgym.http.h1pool` (every hop between our own servers, and local vLLM / llama.cpp);
   ``https://`` URLs — and every URL when ``fast_http`` is off — go through aiohttp. Both give the same
   replies, errors and retries, and send header values as the same (UTF-8) bytes.
 - Headers: the client's fixed ``headers`` are validated once at construction
   (:func:`rewardgym.protocol.headers.check_headers`: a CR/LF or another control character in a value is a
   :class:`~rewardgym.errors.ConfigError`). A per-call header that still carries one is refused by either
-  transport before anything is sent: a final :class:`~rewardgym.servers.errors.UpstreamConnectionError`
+  transport before anything is sent: a final :class:`~rewardgym.http.errors.UpstreamConnectionError`
   naming the header, never its value.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import time
 import zlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from rewardgym.protocol.headers import check_headers, header_problem
-from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.h1pool import (
+from rewardgym.http.config import HttpClientConfig
+from rewardgym.http.h1pool import (
     H1ConnectError,
     H1Disconnected,
     H1HeaderError,
@@ -59,12 +56,14 @@ from rewardgym.servers.h1pool import (
     H1ReplyTooLarge,
     Target,
 )
+from rewardgym.http.retry import parse_retry_after, retry_delay
+from rewardgym.protocol.headers import check_headers, header_problem
 
 if TYPE_CHECKING:  # aiohttp is imported on first use: servers that never call out start faster
     import aiohttp
 
-from rewardgym.servers.errors import (
-    ApiError,
+from rewardgym.http.errors import (
+    UnsendableRequest,
     UpstreamConnectionError,
     UpstreamHTTPError,
     UpstreamProtocolError,
@@ -162,29 +161,6 @@ def parse_set_cookies(values: Collection[str]) -> dict[str, str]:
     return cookies
 
 
-def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date); ``None`` if absent/bad."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
-
-
-def backoff_delay(attempt: int, config: HttpClientConfig) -> float:
-    """Full-jitter exponential backoff before retry number ``attempt`` (1 = first retry)."""
-    ceiling = min(config.backoff_max_s, config.backoff_base_s * (2 ** (attempt - 1)))
-    return random.uniform(0.0, ceiling)
-
-
 class HttpClient:
     """Pooled aiohttp client with bounded retries; see the module docstring for the contract."""
 
@@ -273,7 +249,7 @@ class HttpClient:
         try:
             body = orjson.dumps(json) if json is not None else data
         except TypeError as exc:  # e.g. an integer beyond 64 bits in a free-form field of the caller's body
-            raise ApiError(422, f"request body cannot be sent on: {exc}", kind="invalid_request") from None
+            raise UnsendableRequest(url, f"request body cannot be sent on: {exc}") from None
         send_headers: dict[str, str] = (
             {**self._headers, **JSON_HEADERS} if body is not None else dict(self._headers)
         )
@@ -286,7 +262,7 @@ class HttpClient:
         send = self._send_h1 if self.config.fast_http and Target.supported(url) else self._send_aiohttp
         failure: Exception | None = None
         for attempt in range(1, attempts + 1):
-            delay: float | None = None
+            after: float | None = None
             try:
                 reply = await send(method, url, body, send_headers, timeout_s, attempt)
             except (UpstreamTimeout, UpstreamConnectionError, UpstreamProtocolError) as exc:
@@ -295,17 +271,24 @@ class HttpClient:
                 failure = exc
             else:
                 if reply.status in statuses and attempt < attempts:
-                    after = retry_after_seconds(reply.headers.get("Retry-After"))
-                    if after is not None:
-                        delay = min(after, self.config.retry_after_max_s)
+                    after = parse_retry_after(reply.headers.get("Retry-After"))
                     failure = UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
                 elif raise_for_status and not reply.ok:
-                    after = retry_after_seconds(reply.headers.get("Retry-After"))
+                    after = parse_retry_after(reply.headers.get("Retry-After"))
                     raise UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
                 else:
                     return reply
             if attempt < attempts:
-                await asyncio.sleep(backoff_delay(attempt, self.config) if delay is None else delay)
+                config = self.config
+                await asyncio.sleep(
+                    retry_delay(
+                        attempt,
+                        base_s=config.backoff_base_s,
+                        max_s=config.backoff_max_s,
+                        retry_after_s=after,
+                        retry_after_max_s=config.retry_after_max_s,
+                    )
+                )
         assert failure is not None
         raise failure
 

@@ -4,7 +4,7 @@ Why it exists: every rollout crosses five HTTP hops (collector → agent → env
 and at 10^3 rollouts/s the generic client's per-request machinery (aiohttp builds a request object, a
 response object, a stream reader and several futures per call) was half of the agent's CPU. This transport
 does the minimum a JSON request/response needs: one pre-built header block, one write, httptools (the
-parser uvicorn uses) for the reply, one future. :class:`~rewardgym.servers.http.HttpClient` uses it for
+parser uvicorn uses) for the reply, one future. :class:`~rewardgym.http.client.HttpClient` uses it for
 ``http://`` URLs and keeps aiohttp for ``https://`` (TLS, redirects and the rest of HTTP).
 
 Contract:
@@ -37,7 +37,7 @@ import socket
 import time
 from collections import deque
 
-from rewardgym.servers.h1conn import (
+from rewardgym.http.h1conn import (
     Connection,
     H1ConnectError,
     H1Disconnected,
