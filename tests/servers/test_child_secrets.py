@@ -2,7 +2,7 @@
 
 The supervisor's registered secrets (e.g. a value read from the environment under a key that does not
 look secret) travel in the child spec, on the child's stdin like the rest of the spec, and never in its
-``repr``. A real ``python -m rewardgym.servers.child`` process failing on a message that contains such a
+``repr``. A real ``python -m rewardgym.launch.child`` process failing on a message that contains such a
 value prints it masked.
 """
 
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from rewardgym.config import config_from_dict, register_secret
-from rewardgym.servers.plan import child_specs
-from rewardgym.servers.spec import ChildSpec
+from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.from_config import child_specs
 from tests.conftest import REPO_ROOT
 
 SECRET = "childsecret-3b5a0f4d2b8f"
@@ -40,7 +40,7 @@ def test_a_child_masks_the_supervisors_secrets() -> None:
     )
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     child = subprocess.run(
-        [sys.executable, "-m", "rewardgym.servers.child"], input=spec.model_dump_json(), env=env,
+        [sys.executable, "-m", "rewardgym.launch.child"], input=spec.model_dump_json(), env=env,
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert child.returncode == 1 and child.stderr.startswith("Error: env: "), child.stderr

@@ -1,4 +1,4 @@
-"""The fork server (`servers.zygote` driven by `servers.forking`) with real processes."""
+"""The fork server (`launch.zygote` driven by `launch.forking`) with real processes."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rewardgym.servers import forking
-from rewardgym.servers.forking import ForkServer, ForkServerError
-from rewardgym.servers.probe import http_status, listening
-from rewardgym.servers.spec import ChildSpec
-from rewardgym.servers.supervisor import Supervisor, SupervisorOptions
+from rewardgym.launch import forking
+from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.forking import ForkServer, ForkServerError
+from rewardgym.launch.probe import http_status, listening
+from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 from tests.conftest import REPO_ROOT
 
 DEADLINE_S = 60.0

@@ -13,11 +13,11 @@ import pytest
 import rewardgym
 from rewardgym.errors import ConfigError
 from rewardgym.http.errors import UpstreamConnectionError
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.probe import http_status, listening
-from rewardgym.servers.registry_server import HeadServer
-from rewardgym.servers.spec import ChildSpec, InstanceRecord
-from rewardgym.servers.supervisor import ChildFailure, Supervisor, SupervisorOptions
+from rewardgym.launch.child_spec import ChildSpec, InstanceRecord
+from rewardgym.launch.probe import http_status, listening
+from rewardgym.launch.registry_server import HeadServer
+from rewardgym.launch.serve import ThreadedServer
+from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
 from tests.conftest import REPO_ROOT
 from tests.stubs.client import call
 

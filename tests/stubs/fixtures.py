@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.servers.base import BaseServer
-from rewardgym.servers.launch import ThreadedServer
 from tests.stubs.openai_stub import OpenAIStub, StubState, start_stub
 
 

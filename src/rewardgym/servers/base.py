@@ -1,7 +1,7 @@
 """Server construction: a config object becomes a server object, and a server object becomes a FastAPI app.
 
-This module never launches a process or binds a port (see :mod:`rewardgym.servers.launch` and
-:mod:`rewardgym.servers.supervisor`), so the same server objects can later be placed elsewhere (e.g. Ray).
+This module never launches a process or binds a port (see :mod:`rewardgym.launch.serve` and
+:mod:`rewardgym.launch.supervisor`), so the same server objects can later be placed elsewhere (e.g. Ray).
 
 Contract of :class:`BaseServer` (generic over its pydantic config class: ``class S(BaseServer[MyConfig])``
 sets ``S.config_class = MyConfig`` unless the class body assigns ``config_class`` itself):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.testing.checks import COLLECTOR_COLUMNS, ScriptedModelServer, assert_echoed, post
 from rewardgym.testing.client import Reply, call
 from rewardgym.testing.items import function_call, message, response

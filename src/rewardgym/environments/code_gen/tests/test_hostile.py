@@ -20,7 +20,7 @@ from rewardgym.environments.code_gen.tests.hostile import (
     host_with_secrets,
     run_case,
 )
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 
 UID_BASE = 65200  # apart from the other code_gen tests' slots: a run kills every process of its slot's uid
 

@@ -1,7 +1,7 @@
-"""The supervisor's side of the fork server (:mod:`rewardgym.servers.zygote`).
+"""The supervisor's side of the fork server (:mod:`rewardgym.launch.zygote`).
 
 Contract of :class:`ForkServer` (asyncio):
-- :meth:`ForkServer.start` spawns ``python -m rewardgym.servers.zygote <this pid>`` in its own process group,
+- :meth:`ForkServer.start` spawns ``python -m rewardgym.launch.zygote <this pid>`` in its own process group,
   its stderr appended to ``log``; it starts importing the server stack at once. If :func:`prestart` ran
   earlier in this process (``gym env start`` calls it first thing, before loading the config), that zygote
   is adopted instead: its imports overlap with the command's own start-up.
@@ -31,7 +31,7 @@ import orjson
 
 from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
-from rewardgym.servers.spec import ChildSpec
+from rewardgym.launch.child_spec import ChildSpec
 
 
 class ForkServerError(ServerError):
@@ -62,7 +62,7 @@ _prestarted: list[subprocess.Popen[bytes]] = []  # at most one zygote waiting to
 
 def _spawn_zygote(stderr: IO[bytes] | int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "rewardgym.servers.zygote", str(os.getpid())],
+        [sys.executable, "-m", "rewardgym.launch.zygote", str(os.getpid())],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,

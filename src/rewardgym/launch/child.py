@@ -1,17 +1,17 @@
-"""Entry point of one server process: ``python -m rewardgym.servers.child`` (spec on stdin).
+"""Entry point of one server process: ``python -m rewardgym.launch.child`` (spec on stdin).
 
 Contract:
-- Reads one :class:`~rewardgym.servers.spec.ChildSpec` as JSON from stdin (so secrets never appear on the
+- Reads one :class:`~rewardgym.launch.child_spec.ChildSpec` as JSON from stdin (so secrets never appear on the
   command line or in the environment), asks the kernel to SIGTERM it when the supervisor dies
   (``PR_SET_PDEATHSIG``, Linux) and exits at once if the supervisor is already gone.
 - Registers the spec's ``secrets`` for redaction, then finds the server class
-  (:func:`~rewardgym.servers.spec.server_class`: registry lookup of ``kind`` and ``implementation``),
+  (:func:`~rewardgym.launch.child_spec.server_class`: registry lookup of ``kind`` and ``implementation``),
   builds the server from ``config`` (construction and launching stay separate: this module only launches),
   and serves until SIGINT/SIGTERM (graceful, bounded by ``graceful_shutdown_s``).
 - A user-caused failure (invalid config, port in use) prints one ``Error: …`` line to stderr and exits 1;
   stdout/stderr are the instance's log file, opened by the supervisor.
 - :func:`run` is the same thing for a spec already in hand; the fork server
-  (:mod:`rewardgym.servers.zygote`) calls it in each process it forks.
+  (:mod:`rewardgym.launch.zygote`) calls it in each process it forks.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from rewardgym.config.secrets import redact_text, register_secret
 from rewardgym.errors import RewardGymError
-from rewardgym.servers.spec import ChildSpec, server_class
+from rewardgym.launch.child_spec import ChildSpec, server_class
 
 PR_SET_PDEATHSIG = 1
 
@@ -48,7 +48,7 @@ def run(spec: ChildSpec) -> int:
     for secret in spec.secrets:
         register_secret(secret)
     try:
-        from rewardgym.servers.launch import serve_forever
+        from rewardgym.launch.serve import serve_forever
         from rewardgym.servers.logs import attach_library_loggers
 
         server = server_class(spec.kind, spec.implementation)(spec.config)

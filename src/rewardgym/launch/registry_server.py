@@ -2,7 +2,7 @@
 
 Endpoints (all ``GET``):
 - ``/`` → ``{"status": "ok", "name": <instance>}`` (liveness);
-- ``/server_instances`` → a list of :class:`~rewardgym.servers.spec.InstanceRecord`
+- ``/server_instances`` → a list of :class:`~rewardgym.launch.child_spec.InstanceRecord`
   (``name, kind, implementation, url, pid, status, started_at, exit_code``);
 - ``/health`` → ``{"status": "ok" | "degraded", "servers": [{name, url, healthy, latency_ms, error?}]}``,
   probing every instance's ``GET /`` concurrently with a short timeout;
@@ -40,9 +40,9 @@ from starlette.routing import Route
 import rewardgym
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError
+from rewardgym.launch.child_spec import InstanceRecord
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.logs import server_logger
-from rewardgym.servers.spec import InstanceRecord
 from rewardgym.servers.wire import error_body, json_response
 
 PROBE_TIMEOUT_S = 2.0

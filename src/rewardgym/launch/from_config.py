@@ -1,12 +1,12 @@
 """From a loaded :class:`~rewardgym.config.GymConfig` to what the supervisor launches.
 
 Contract:
-- :func:`child_specs`: one :class:`~rewardgym.servers.spec.ChildSpec` per server instance, in config order.
-  Each config is the instance's resolved fields plus ``name``, ``host``, ``port``, ``peers`` (every other
-  instance's URL) and the run-wide defaults the instance does not set itself: ``log_dir``, ``log_level``,
-  ``auth_token``; and every secret value registered in this process (``secrets``, so the child masks
-  what the supervisor masks). Nothing is imported: building specs is cheap, so children can be spawned at
-  once.
+- :func:`child_specs`: one :class:`~rewardgym.launch.child_spec.ChildSpec` per server instance, in config
+  order. Each config is the instance's resolved fields plus ``name``, ``host``, ``port``, ``peers`` (every
+  other instance's URL) and the run-wide defaults the instance does not set itself: ``log_dir``,
+  ``log_level``, ``auth_token``; and every secret value registered in this process (``secrets``, so the
+  child masks what the supervisor masks). Nothing is imported: building specs is cheap, so children can be
+  spawned at once.
 - :func:`validate_specs`: finds each class (:func:`rewardgym.registry.lookup`: a built-in name or
   ``module.path:Class``; it must be a :class:`~rewardgym.servers.base.BaseServer`) and validates each config,
   raising one :class:`ConfigError` naming ``<instance>.<field>``. The supervisor runs it while the children
@@ -23,7 +23,7 @@ from typing import Any
 from rewardgym.config import GymConfig
 from rewardgym.config.secrets import registered_secrets
 from rewardgym.errors import ConfigError
-from rewardgym.servers.spec import ChildSpec, server_class
+from rewardgym.launch.child_spec import ChildSpec, server_class
 
 RUN_DEFAULTS = ("log_level", "auth_token")
 

@@ -2,18 +2,19 @@
 
 Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
 - :meth:`Supervisor.start`: checks every port first (a port in use is a :class:`ServerError` before anything
-  is launched); launches each :class:`~rewardgym.servers.spec.ChildSpec` in its own process group,
+  is launched); launches each :class:`~rewardgym.launch.child_spec.ChildSpec` in its own process group,
   stdout+stderr to a fresh ``<log_dir>/<name>.log``: forked by the fork server (:mod:`.zygote` via
   :mod:`.forking`; it imports the server stack once for all instances, its own log is
   ``<log_dir>/_fork_server.log``) or — with ``fork_server=False``, or if the fork server fails — spawned as
-  ``python -m rewardgym.servers.child`` with the spec on stdin; serves the head registry
-  (:mod:`rewardgym.servers.registry_server`) in this process; then waits until every child answers
+  ``python -m rewardgym.launch.child`` with the spec on stdin; serves the head registry
+  (:mod:`rewardgym.launch.registry_server`) in this process; then waits until every child answers
   ``GET /`` (any HTTP status) and every upstream answers (``GET <base>/models`` for a ``…/v1`` base URL,
   else ``GET <base>``), polling with deadlines. A child that exits, a deadline passed, or an unresolvable
   upstream host stops everything and raises :class:`ChildFailure`/:class:`ServerError` carrying the last
   30 lines of the child's log.
-- ``preflight`` (e.g. validating every config with :func:`~rewardgym.servers.plan.validate_specs`) runs when a
-  child exits during start-up, before that failure is reported: if it raises, its error is reported instead
+- ``preflight`` (e.g. validating every config with :func:`~rewardgym.launch.from_config.validate_specs`)
+  runs when a child exits during start-up, before that failure is reported: if it raises, its error is
+  reported instead
   (an invalid config is one clear error, not a log tail). Each child validates its own config before it
   listens, so when all of them come up the configs are valid — and the supervisor never imports the server
   classes (FastAPI, environments, models) while the children boot on the same cores.
@@ -21,13 +22,13 @@ Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
   :class:`ChildFailure` (after stopping the others) if a child exits on its own.
 - :meth:`Supervisor.stop`: SIGTERM to each child's process group, up to ``stop_grace_s`` to exit, then
   SIGKILL; then the fork server and the head stop. Children also die if the supervisor is SIGKILLed: they
-  ask the kernel for ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.servers.child`; forked ones
+  ask the kernel for ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.launch.child`; forked ones
   through the fork server, which dies with the supervisor).
 - Secrets travel only through pipes (the children's or the fork server's stdin): never on a command line
   (``/proc/<pid>/cmdline`` is readable by every user), and the children's environment is this process's
   minus ``REWARDGYM_MODEL_API_KEY`` (:func:`~rewardgym.config.secrets.child_environ`). The instance records
   served by the head hold no secret.
-- Start-up probes use the standard library (:mod:`rewardgym.servers.probe`), not aiohttp.
+- Start-up probes use the standard library (:mod:`rewardgym.launch.probe`), not aiohttp.
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ import orjson
 from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
 from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
-from rewardgym.servers.forking import ForkedProcess, ForkServer, ForkServerError
+from rewardgym.launch.child_spec import ChildSpec, InstanceRecord, model_identity
+from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError
+from rewardgym.launch.probe import http_status, listening
 from rewardgym.servers.logs import log_path
-from rewardgym.servers.probe import http_status, listening
-from rewardgym.servers.spec import ChildSpec, InstanceRecord, model_identity
 
 if TYPE_CHECKING:
     import uvicorn
@@ -230,7 +231,7 @@ class Supervisor:
             raise
 
     def _check_ports(self) -> None:
-        from rewardgym.servers.launch import check_port_free
+        from rewardgym.launch.serve import check_port_free
 
         seen: dict[tuple[str, int], str] = {}
         endpoints = [("head server", self.options.head_host, self.options.head_port)]
@@ -245,8 +246,8 @@ class Supervisor:
                 raise ServerError(f"{name}: {exc}") from None
 
     async def _start_head(self) -> None:
-        from rewardgym.servers.launch import uvicorn_config
-        from rewardgym.servers.registry_server import HeadServer
+        from rewardgym.launch.registry_server import HeadServer
+        from rewardgym.launch.serve import uvicorn_config
 
         config = {
             "name": "head_server",
@@ -281,7 +282,7 @@ class Supervisor:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "rewardgym.servers.child",
+                "rewardgym.launch.child",
                 stdin=asyncio.subprocess.PIPE,
                 stdout=log,
                 stderr=asyncio.subprocess.STDOUT,

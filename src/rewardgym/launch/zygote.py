@@ -2,10 +2,10 @@
 
 Every server process needs the same few hundred milliseconds of imports (FastAPI, uvicorn, pydantic models
 of the wire protocol, the server base classes) before its own small part. ``python -m
-rewardgym.servers.zygote`` does those imports once; each instance is then a ``fork()`` of it that only adds
+rewardgym.launch.zygote`` does those imports once; each instance is then a ``fork()`` of it that only adds
 its implementation module — the same idea as Android's zygote or gunicorn's ``preload_app``. The
-supervisor (:mod:`rewardgym.servers.supervisor`) drives it; it falls back to spawning
-``python -m rewardgym.servers.child`` per instance when the fork server is unavailable.
+supervisor (:mod:`rewardgym.launch.supervisor`) drives it; it falls back to spawning
+``python -m rewardgym.launch.child`` per instance when the fork server is unavailable.
 
 Protocol (one JSON object per line; the pipes are the only channel, so secrets stay off command lines,
 environments and logs as with the child's stdin):
@@ -20,7 +20,7 @@ environments and logs as with the child's stdin):
 The zygote asks for SIGTERM when the supervisor dies (``PR_SET_PDEATHSIG``) and sits in its own process
 group. A forked process puts itself in its own process group, asks for SIGTERM when the zygote dies, sends
 stdin to ``/dev/null`` and stdout+stderr to its log file (appending), and then runs exactly what
-``python -m rewardgym.servers.child`` runs (:func:`rewardgym.servers.child.run`). It never returns into the
+``python -m rewardgym.launch.child`` runs (:func:`rewardgym.launch.child.run`). It never returns into the
 zygote's loop: it ends with ``os._exit``. The zygote starts no thread and no event loop before forking, and
 follows the ``gc.freeze`` recipe of the Python documentation (collector off in the zygote, frozen before
 each fork, on again in the child) so that the children share the imported modules' memory pages.
@@ -59,9 +59,9 @@ PRELOAD = (
     "rewardgym.servers.base",
     "rewardgym.servers.resources",
     "rewardgym.servers.model",
-    "rewardgym.servers.launch",
+    "rewardgym.launch.serve",
     "rewardgym.servers.logs",
-    "rewardgym.servers.child",
+    "rewardgym.launch.child",
 )
 """What every server process imports, done once here (a missing optional one is skipped)."""
 
@@ -90,8 +90,8 @@ def _run_forked(request: dict[str, Any], zygote_pid: int, wakeup: tuple[int, int
         for fd in wakeup:
             os.close(fd)
         os.setpgid(0, 0)
-        from rewardgym.servers.child import die_with_parent, run
-        from rewardgym.servers.spec import ChildSpec
+        from rewardgym.launch.child import die_with_parent, run
+        from rewardgym.launch.child_spec import ChildSpec
 
         log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         devnull = os.open(os.devnull, os.O_RDONLY)
@@ -175,7 +175,7 @@ def serve() -> int:
 
 
 def main() -> int:
-    from rewardgym.servers.child import die_with_parent
+    from rewardgym.launch.child import die_with_parent
 
     parent = int(sys.argv[1]) if len(sys.argv) > 1 else None
     die_with_parent(parent)

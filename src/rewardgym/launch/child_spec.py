@@ -1,6 +1,6 @@
 """What the supervisor hands a child process, and what the head registry shows about each instance.
 
-- :class:`ChildSpec` is sent to ``python -m rewardgym.servers.child`` on its **stdin** (JSON), never on the
+- :class:`ChildSpec` is sent to ``python -m rewardgym.launch.child`` on its **stdin** (JSON), never on the
   command line or in the environment, because ``config`` holds the instance's resolved settings including
   secrets (API keys, session secret, auth token). The class is found with
   :func:`rewardgym.registry.lookup` (``kind``, ``implementation``): a built-in name or ``module.path:Class``.
