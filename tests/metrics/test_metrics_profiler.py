@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from rewardgym.metrics.aggregate import compute_aggregate_metrics, profiler_profile
 from rewardgym.profile import profile_rows
-from rewardgym.servers.metrics import compute_aggregate_metrics, profiler_profile
 
 
 def _rows() -> list[dict[str, object]]:

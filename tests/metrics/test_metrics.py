@@ -11,13 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardgym.servers.metrics import (
-    basic_profile,
-    compute_aggregate_metrics,
-    group_by_task,
-    highest_k_metrics,
-    pass_majority_metrics,
-)
+from rewardgym.metrics.aggregate import basic_profile, compute_aggregate_metrics, group_by_task
+from rewardgym.metrics.key_metrics import highest_k_metrics
+from rewardgym.metrics.pass_at_k import pass_majority_metrics
 
 
 def rows(rewards: list[float], answers: list[Any] | None = None) -> list[dict[str, Any]]:
