@@ -14,9 +14,8 @@ Contract:
 
 from __future__ import annotations
 
-import functools
-import itertools
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 
 from rewardgym.profile.chunks import InputChunk, ResultChunk
-from rewardgym.profile.threads import run_all
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -296,8 +294,13 @@ def measured_table(
         def gather(first: int, stop: int) -> None:
             values[:, first:stop] = results.values[starts[first:stop, None] + offsets].T
 
-        bounds = [len(rows) * i // max(1, threads) for i in range(max(1, threads) + 1)]
-        run_all([functools.partial(gather, a, b) for a, b in itertools.pairwise(bounds)])
+        threads = max(1, threads)
+        if threads == 1:
+            gather(0, len(rows))
+        else:  # numpy releases the GIL in its gathers; leaving the block joins every thread (forks follow)
+            bounds = [len(rows) * i // threads for i in range(threads + 1)]
+            with ThreadPoolExecutor(threads, thread_name_prefix="profile-numpy") as pool:
+                list(pool.map(gather, bounds[:-1], bounds[1:]))
     else:
         values = np.full((len(fields), len(rows)), np.nan)
         for sid, columns in shape_fields.items():

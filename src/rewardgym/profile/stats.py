@@ -18,15 +18,13 @@ the size of one column.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
-from rewardgym.profile.threads import run_all
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -161,7 +159,11 @@ def describe_segments(
                 out.std[segs, field] = sd
 
     threads = max(1, min(threads, n_fields))
-    run_all([functools.partial(describe, range(i, n_fields, threads)) for i in range(threads)])
+    if threads == 1:
+        describe(range(n_fields))
+    else:  # leaving the block joins every thread (the profiler forks processes afterwards)
+        with ThreadPoolExecutor(threads, thread_name_prefix="profile-numpy") as pool:
+            list(pool.map(describe, [range(i, n_fields, threads) for i in range(threads)]))
     return out
 
 
