@@ -43,10 +43,10 @@ from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
 from rewardgym.io.oserrors import writing
 from rewardgym.io.outputs import make_temp_dir, remove_stale
-from rewardgym.profile.chunks import InputChunk, LineError, ResultChunk
-from rewardgym.profile.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
-from rewardgym.profile.scan_inputs import scan_inputs
-from rewardgym.profile.scan_results import scan_results
+from rewardgym.profile.read.chunks import InputChunk, LineError, ResultChunk
+from rewardgym.profile.read.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
+from rewardgym.profile.read.scan_inputs import scan_inputs
+from rewardgym.profile.read.scan_results import scan_results
 from rewardgym.profile.tuning import Tuning
 
 _Chunk = TypeVar("_Chunk", InputChunk, ResultChunk)

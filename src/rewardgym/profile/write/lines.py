@@ -30,10 +30,10 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from rewardgym.profile.columns import InputColumns, ResultColumns
-from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX
-from rewardgym.profile.profiler import TaskProfile
-from rewardgym.profile.statistics import stat_keys, stat_matrix
+from rewardgym.profile.compute.profiler import TaskProfile
+from rewardgym.profile.compute.statistics import stat_keys, stat_matrix
+from rewardgym.profile.read.columns import InputColumns, ResultColumns
+from rewardgym.profile.read.extract import ROLLOUT_INDEX, TASK_INDEX
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

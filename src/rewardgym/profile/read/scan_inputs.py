@@ -1,10 +1,10 @@
-"""Reading materialized-input rows into an :class:`~rewardgym.profile.chunks.InputChunk`.
+"""Reading materialized-input rows into an :class:`~rewardgym.profile.read.chunks.InputChunk`.
 
 Contract: per row, its key, byte offset and length, agent name and run key (indexes into ``names``).
 A row whose JSON is malformed, is not an object, lacks an integer key, or carries a rollout's
 ``response``/``reward`` (a rollouts file given as inputs), or that nests deeper than orjson can write
 (its ``sample`` is written back) stops the chunk with a
-:class:`~rewardgym.profile.chunks.LineError`.
+:class:`~rewardgym.profile.read.chunks.LineError`.
 
 ``sample_length`` says how many leading bytes of a row's line, followed by ``}``, are exactly orjson's
 serialization of the row's ``sample`` (the row without its two index keys) — true for compact lines with
@@ -27,8 +27,8 @@ import numpy as np
 import orjson
 
 from rewardgym.io.jsonl import nesting_problem
-from rewardgym.profile.chunks import InputChunk, LineError, first_line_start, gc_paused
-from rewardgym.profile.extract import (
+from rewardgym.profile.read.chunks import InputChunk, LineError, first_line_start, gc_paused
+from rewardgym.profile.read.extract import (
     ROLLOUT_INDEX,
     TASK_INDEX,
     KeyProblem,

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rewardgym.profile.columns import RolloutTable
-from rewardgym.profile.repeats import across_repeat_metrics, repeat_level_metrics
-from rewardgym.profile.stats import SegmentStats, describe_segments
+from rewardgym.profile.compute.kernels import SegmentStats, describe_segments
+from rewardgym.profile.compute.repeats import across_repeat_metrics, repeat_level_metrics
+from rewardgym.profile.read.columns import RolloutTable
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

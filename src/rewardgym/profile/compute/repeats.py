@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.profile.columns import RolloutTable
-from rewardgym.profile.stats import series_stats
-from rewardgym.profile.tinterval import t_interval
+from rewardgym.profile.compute.kernels import series_stats
+from rewardgym.profile.compute.tinterval import t_interval
+from rewardgym.profile.read.columns import RolloutTable
 
 ROLLOUT_INDEX = "_ng_rollout_index"
 

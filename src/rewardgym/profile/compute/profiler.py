@@ -23,10 +23,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rewardgym.profile.align import CompletionSummary, align, completion_summary, encode_keys, run_starts
-from rewardgym.profile.columns import InputColumns, ResultColumns, measured_table
-from rewardgym.profile.grouping import is_fan_out, label_index, row_labels, run_labels
-from rewardgym.profile.statistics import (
+from rewardgym.profile.compute.align import (
+    CompletionSummary,
+    align,
+    completion_summary,
+    encode_keys,
+    run_starts,
+)
+from rewardgym.profile.compute.grouping import is_fan_out, label_index, row_labels, run_labels
+from rewardgym.profile.compute.statistics import (
     ProfileStatistics,
     TaskStatistics,
     compute_statistics,
@@ -35,6 +40,7 @@ from rewardgym.profile.statistics import (
     stat_matrix,
     task_statistics,
 )
+from rewardgym.profile.read.columns import InputColumns, ResultColumns, measured_table
 
 IntArray = npt.NDArray[np.int64]
 

@@ -6,9 +6,9 @@ Contract:
   ``<stem>_agent_metrics.json`` and ``<stem>_repeat_level_metrics.json``.
 - :func:`write_outputs` writes all three files through temp files renamed into place (all-or-nothing
   per file; the two JSON files are compact orjson lists), even when they are empty. The per-task lines
-  (see :mod:`rewardgym.profile.lines`) are produced in pieces of ``Tuning.piece_groups`` task groups;
+  (see :mod:`rewardgym.profile.write.lines`) are produced in pieces of ``Tuning.piece_groups`` task groups;
   from ``Tuning.parallel_groups`` groups on, by this process and forked children at once, each writing
-  its pieces in place into the temp file (see :mod:`rewardgym.profile.writer`).
+  its pieces in place into the temp file (see :mod:`rewardgym.profile.write.writer`).
 - :func:`summary_lines` are NeMo Gym 0.7.0's seven stdout lines.
 """
 
@@ -25,13 +25,13 @@ import orjson
 from rewardgym.errors import DataError
 from rewardgym.io.oserrors import writing
 from rewardgym.io.outputs import atomic_writer
-from rewardgym.profile.align import CompletionSummary
-from rewardgym.profile.chunks import gc_paused
-from rewardgym.profile.columns import InputColumns, ResultColumns
-from rewardgym.profile.lines import FileSamples, task_block
-from rewardgym.profile.profiler import Profile, TaskProfile, finish_profile
+from rewardgym.profile.compute.align import CompletionSummary
+from rewardgym.profile.compute.profiler import Profile, TaskProfile, finish_profile
+from rewardgym.profile.read.chunks import gc_paused
+from rewardgym.profile.read.columns import InputColumns, ResultColumns
 from rewardgym.profile.tuning import Tuning
-from rewardgym.profile.writer import MAX_PIECES, advise_write_back, write_pieces
+from rewardgym.profile.write.lines import FileSamples, task_block
+from rewardgym.profile.write.writer import MAX_PIECES, advise_write_back, write_pieces
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _write_blocks(handle: IO[bytes], blocks: Iterator[bytes]) -> None:
 
 class _Pieces:
     """The per-task file in pieces of consecutive task groups, produced in any process (see
-    :func:`rewardgym.profile.writer.write_pieces`)."""
+    :func:`rewardgym.profile.write.writer.write_pieces`)."""
 
     def __init__(self, profile: TaskProfile, results: ResultColumns, samples: FileSamples, size: int) -> None:
         groups = profile.task_groups

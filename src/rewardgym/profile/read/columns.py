@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rewardgym.profile.chunks import InputChunk, ResultChunk
+from rewardgym.profile.read.chunks import InputChunk, ResultChunk
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

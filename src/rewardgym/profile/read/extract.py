@@ -121,7 +121,8 @@ def extract_result(
 ) -> tuple[list[str], list[int | float], dict[str, Any]]:
     """Metric field names, their values (bool → 0/1) and the ``rollout_infos`` record of a measured result.
 
-    This is the general definition; :mod:`rewardgym.profile.plans` compiles faster equivalents per row layout.
+    This is the general definition; :mod:`rewardgym.profile.read.row_layouts` compiles faster equivalents
+    per row layout.
     """
     usage = _usage(result) or {}
     merged = result | usage

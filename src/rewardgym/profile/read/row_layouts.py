@@ -7,7 +7,7 @@ per layout, a small Python function that reads exactly the metric values and bui
 string literals).
 
 Contract: a :class:`Plan`'s ``apply`` returns exactly what
-:func:`rewardgym.profile.extract.extract_result` gives for a row of its layout — the metric values
+:func:`rewardgym.profile.read.extract.extract_result` gives for a row of its layout — the metric values
 (booleans as 0/1, in the order of ``Plan.names``) and the serialized ``rollout_infos`` record. Layouts a
 plan cannot cover (usage fields named like top-level fields, value types other than JSON's, dict
 subclasses) get ``apply=None`` and use ``Plan.generic``, i.e. ``extract_result`` itself.
@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from rewardgym.profile.extract import (
+from rewardgym.profile.read.extract import (
     MASK_SAMPLE,
     RESPONSE,
     REWARD,
@@ -96,7 +96,7 @@ def _record_template(
     """The record of a layout as a ``%`` template and its argument expressions: integers (and booleans,
     written as 0/1) with ``%d``, which prints the digits orjson prints; anything else — floats, and
     ``reward`` as parsed — with ``%b`` of its ``orjson.dumps``. The keys are assigned in the order
-    :func:`~rewardgym.profile.extract.extract_result` assigns them, so a key given twice keeps its first
+    :func:`~rewardgym.profile.read.extract.extract_result` assigns them, so a key given twice keeps its first
     position and its last value, as in that dict."""
     fields: dict[str, tuple[bytes, str]] = {
         "rollout_id": (b'"%d:%d"', f"{task}, {rollout}"),

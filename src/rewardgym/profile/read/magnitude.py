@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from rewardgym.errors import DataError
-from rewardgym.profile.columns import ResultColumns
+from rewardgym.profile.read.columns import ResultColumns
 
 MAX_MAGNITUDE = 1e100
 

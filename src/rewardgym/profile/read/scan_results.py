@@ -1,20 +1,20 @@
-"""Reading rollout rows into a :class:`~rewardgym.profile.chunks.ResultChunk`.
+"""Reading rollout rows into a :class:`~rewardgym.profile.read.chunks.ResultChunk`.
 
 Contract: per row, its key and whether it is masked; for a measured row also its metric values (flat,
 in the order of its field-name tuple) and its serialized ``rollout_infos`` record (see
-:mod:`rewardgym.profile.extract` for what they contain). A row whose JSON is malformed, is not an object,
-or lacks an integer key stops the chunk with a :class:`~rewardgym.profile.chunks.LineError`.
+:mod:`rewardgym.profile.read.extract` for what they contain). A row whose JSON is malformed, is not an object,
+or lacks an integer key stops the chunk with a :class:`~rewardgym.profile.read.chunks.LineError`.
 
 :func:`scan_results` is the hottest loop of the profiler (one pass per rollout), so it is written for
 speed: one row at a time (the parsed row stays in cache), plain lists and one byte buffer instead of
 per-row Python objects, the cyclic garbage collector paused (the loop creates no cycles). A row of the
 previous row's layout is handled entirely by that layout's compiled function (``Plan.bind``, see
-:mod:`rewardgym.profile.plans`): the loop only parses it. Its indices' 64-bit range is checked when the
-key lists become arrays; the first index out of range is reported on its own line, before any later
+:mod:`rewardgym.profile.read.row_layouts`): the loop only parses it. Its indices' 64-bit range is checked
+when the key lists become arrays; the first index out of range is reported on its own line, before any later
 error. :func:`results_from_rows` applies the same rules to in-memory rows with a plain loop.
 
 A measured row whose ``reward`` is not a number stops the chunk too, unless ``allow_non_numeric_rewards``
-(see :func:`rewardgym.profile.extract.reward_problem`). The check costs nothing per row on the fast path:
+(see :func:`rewardgym.profile.read.extract.reward_problem`). The check costs nothing per row on the fast path:
 a row's layout includes its ``reward``'s type, and every layout is checked once, on the slow path that
 first meets it, before its plan is made.
 """
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from rewardgym.profile.chunks import LineError, ResultChunk, first_line_start, gc_paused
-from rewardgym.profile.extract import (
+from rewardgym.profile.read.chunks import LineError, ResultChunk, first_line_start, gc_paused
+from rewardgym.profile.read.extract import (
     NUMERIC_TYPES,
     REWARD,
     ROLLOUT_INDEX,
@@ -39,7 +39,7 @@ from rewardgym.profile.extract import (
     reward_problem,
     row_key,
 )
-from rewardgym.profile.plans import Fast, Plan, plan_for, usage_of
+from rewardgym.profile.read.row_layouts import Fast, Plan, plan_for, usage_of
 
 _LOW = -(2**63)
 _HIGH = 2**63 - 1
