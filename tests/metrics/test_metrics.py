@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardgym.metrics.aggregate import basic_profile, compute_aggregate_metrics, group_by_task
+from rewardgym.metrics.aggregate_metrics import basic_profile, compute_aggregate_metrics, group_by_task
 from rewardgym.metrics.key_metrics import highest_k_metrics
 from rewardgym.metrics.pass_at_k import pass_majority_metrics
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardgym.metrics.aggregate import compute_aggregate_metrics, profiler_profile
+from rewardgym.metrics.aggregate_metrics import compute_aggregate_metrics, profiler_profile
 from rewardgym.profile import profile_rows
 
 
