@@ -2,7 +2,7 @@
 
 One llama.cpp child (:class:`rewardgym.models.embedded.EmbeddedLlama`, 1 thread, ``--parallel`` slots) and
 one ``vllm_model`` server in front of it, run as a real server process (``python -m
-rewardgym.servers.child``, exactly as ``gym env start`` runs it). The same prompts and ``max_tokens``
+rewardgym.launch.child``, exactly as ``gym env start`` runs it). The same prompts and ``max_tokens``
 (``ignore_eos``, temperature 0) are sent along three paths:
 
 - ``direct``:    ``POST <llama>/v1/chat/completions`` (the baseline);
@@ -102,7 +102,7 @@ def _start_server(llama_base: str, log_dir: Path) -> tuple[subprocess.Popen[byte
     }
     with open(log_dir / "policy_model.out", "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rewardgym.servers.child"], stdin=subprocess.PIPE, stdout=out, stderr=out
+            [sys.executable, "-m", "rewardgym.launch.child"], stdin=subprocess.PIPE, stdout=out, stderr=out
         )
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(spec).encode())

@@ -48,8 +48,10 @@ def main() -> None:
     warnings.simplefilter("ignore")  # the profile's own UserWarnings are not what is measured here
     started = time.perf_counter()
     clock = _Clock()
-    from rewardgym.profile import output, profiler, reader
+    from rewardgym.profile.compute import profiler
+    from rewardgym.profile.read import reader
     from rewardgym.profile.tuning import Tuning
+    from rewardgym.profile.write import output
 
     clock.mark("import")
     inputs, rollouts = args.folder / "bench_materialized_inputs.jsonl", args.folder / "bench.jsonl"

@@ -428,7 +428,7 @@ def sandbox(figures: Figures) -> None:
         host_with_secrets,
         run_case,
     )
-    from rewardgym.servers.launch import ThreadedServer
+    from rewardgym.launch.serve import ThreadedServer
 
     server = CodeGenServer({"name": "code_gen", "max_concurrent_executions": 2, **SERVER_SETTINGS})
     runner = ThreadedServer(server).start()

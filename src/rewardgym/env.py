@@ -53,6 +53,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from rewardgym.metrics.key_metrics import default_key_metrics, highest_k_metrics, select_key_metrics
+from rewardgym.metrics.pass_at_k import pass_majority_metrics
 from rewardgym.protocol import (
     FunctionCall,
     Message,
@@ -69,12 +71,6 @@ from rewardgym.protocol import (
 )
 from rewardgym.registry import register
 from rewardgym.servers.errors import ApiError, JudgeError
-from rewardgym.servers.metrics import (
-    default_key_metrics,
-    highest_k_metrics,
-    pass_majority_metrics,
-    select_key_metrics,
-)
 from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 from rewardgym.servers.sessions import Session
 from rewardgym.servers.tools import tool

@@ -10,6 +10,7 @@ import pytest
 
 from rewardgym.agents.simple_agent import SimpleAgent
 from rewardgym.agents.usage import accumulate_usage
+from rewardgym.collect.failures import FailureClass, classify_status
 from rewardgym.protocol import VerifyResponse
 from tests.stubs.client import call
 from tests.stubs.environments import CounterServer, ExactMatchServer, ExactMatchVerifyRequest, WeatherServer
@@ -286,3 +287,21 @@ def test_first_usage_is_an_independent_copy() -> None:
     copied["input_tokens_details"]["cached_tokens"] = 99
     copied["extra"][0]["k"] = 2
     assert first["input_tokens_details"]["cached_tokens"] != 99 and first["extra"] == [{"k": 1}]
+
+
+class BrokenVerifier(ExactMatchServer):
+    """The exact-match environment whose ``/verify`` crashes (HTTP 500)."""
+
+    async def verify(self, body: ExactMatchVerifyRequest) -> VerifyResponse:
+        raise RuntimeError("the grader fell over")
+
+
+def test_a_failed_verify_is_said_by_its_error_type(serve: Any, stub: Any) -> None:
+    """The collector classifies the agent's answer by ``error.type``, not by words in its message."""
+    runner, _ = stub
+    rs = serve(BrokenVerifier({"name": "env"}))
+    agent = agent_for(serve, rs.url, runner.url)
+    reply = call(agent.url, "POST", "/run", json={"responses_create_params": PARAMS, "expected_answer": "B"})
+    assert reply.status == 502
+    assert reply.json()["error"]["type"] == "verifier_error"
+    assert classify_status(reply.status, reply.body.decode()) is FailureClass.VERIFIER_ERROR

@@ -13,7 +13,7 @@ from rewardgym.analysis import Settings, analyze_files
 from rewardgym.analysis.grpo import Forecast, beta_all_equal, binary_tasks, value_frequencies
 from rewardgym.analysis.length import length_analysis, segment_medians, within_task_ranks
 from rewardgym.analysis.uncertainty import band_of, jeffreys, settled_in_band, task_passes
-from rewardgym.profile.report import band_counts
+from rewardgym.profile.compute.report import band_counts
 from tests.analysis.helpers import rollout, write
 
 

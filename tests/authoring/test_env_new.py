@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.testing import OpenAIStub
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

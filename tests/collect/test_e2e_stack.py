@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 from tests.conftest import EXAMPLES, REPO_ROOT
 from tests.stubs.openai_stub import StubState, start_stub
 

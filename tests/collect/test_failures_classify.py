@@ -15,8 +15,19 @@ from rewardgym.collect.failures import TRANSIENT, FailureClass, classify_status
         (502, '{"error":{"type":"upstream_http_error","message":"model: HTTP 500"}}', FailureClass.HTTP_5XX),
         (
             502,
-            '{"error":{"server":"MCQAServer___mcqa","message":"verify failed"}}',
+            '{"error":{"type":"verifier_error","message":"verify failed: HTTP 500"}}',
             FailureClass.VERIFIER_ERROR,
+        ),
+        (
+            # Classified by its type, not its wording: a model failure that mentions "verify" is a 5xx.
+            502,
+            '{"error":{"type":"upstream_http_error","message":"model: HTTP 500: cannot verify tls"}}',
+            FailureClass.HTTP_5XX,
+        ),
+        (
+            504,
+            '{"error":{"type":"verifier_error","message":"verify failed: timed out"}}',
+            FailureClass.TIMEOUT,
         ),
         (500, '{"error":{"type":"upstream_auth_error","message":"HTTP 401"}}', FailureClass.UPSTREAM_AUTH),
         (422, '{"error":{"type":"validation_error"}}', FailureClass.INVALID_REQUEST),

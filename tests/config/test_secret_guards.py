@@ -17,7 +17,7 @@ from rewardgym.config import load_config, redact_text, register_secret
 from rewardgym.config.flags import MODEL_API_KEY_ENV, resolve_model_api_key
 from rewardgym.config.secrets import child_environ, is_env_safe_key, secret_forms, url_credentials
 from rewardgym.errors import ConfigError, UsageError
-from rewardgym.servers.errors import snippet
+from rewardgym.http.errors import snippet
 from tests.config.conftest import WriteFile
 
 KEY = 'Gq"uo\\te/é€-7f3a9c2e'

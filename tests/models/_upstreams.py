@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 
 VLLM_OVERFLOW = (
     b'{"object": "error", "message": "This model\'s maximum context length is 4096 tokens. However, you '

@@ -19,8 +19,8 @@ import psutil
 import pytest
 
 from rewardgym.errors import ConfigError
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.models.embedded_model import EmbeddedModel
-from rewardgym.servers.launch import ThreadedServer
 from tests.stubs.client import call
 
 pytestmark = pytest.mark.model

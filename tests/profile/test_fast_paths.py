@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardgym.profile import extract
-from rewardgym.profile.scan_inputs import scan_inputs
-from rewardgym.profile.scan_results import results_from_rows, scan_results
+from rewardgym.profile.read import extract
+from rewardgym.profile.read.scan_inputs import scan_inputs
+from rewardgym.profile.read.scan_results import results_from_rows, scan_results
 from tests.profile.helpers import REPO
 
 _BODY = b'{"responses_create_params":{"input":[{"role":"user","content":"q"}]},"agent_ref":{"name":"a"},'

@@ -119,8 +119,8 @@ def test_sample_is_written_by_orjson_whatever_the_input_formatting(tmp_path: Pat
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_byte_range_chunks_cover_every_line_once(tmp_path: Path, seed: int) -> None:
-    from rewardgym.profile.scan_inputs import scan_inputs
-    from rewardgym.profile.scan_results import scan_results
+    from rewardgym.profile.read.scan_inputs import scan_inputs
+    from rewardgym.profile.read.scan_results import scan_results
 
     inputs, rollouts = _collection(tmp_path, tasks=60, repeats=2)
     rng = random.Random(seed)

@@ -14,7 +14,7 @@ import pytest
 
 from rewardgym.io.oserrors import FileAccessError
 from rewardgym.io.outputs import atomic_writer
-from rewardgym.profile.writer import MAX_PIECES, PieceWriteError, write_pieces
+from rewardgym.profile.write.writer import MAX_PIECES, PieceWriteError, write_pieces
 
 
 def _nothing() -> None:

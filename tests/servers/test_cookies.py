@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.servers.cookies import MAX_AGE_S, SessionCookies
-from rewardgym.servers.launch import ThreadedServer
 from tests.stubs.client import call
 
 SECRET = "cookie-secret-for-tests"

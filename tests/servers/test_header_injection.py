@@ -16,13 +16,13 @@ from typing import Any, cast
 import pytest
 
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
+from rewardgym.http.config import HttpClientConfig
+from rewardgym.http.errors import UpstreamConnectionError
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.models.vllm_model import VLLMModel
 from rewardgym.protocol.headers import check_headers, header_problem
 from rewardgym.servers.base import BaseServer
-from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.errors import UpstreamConnectionError
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.launch import ThreadedServer
 from tests.stubs.echo_upstream import EchoCredentialUpstream
 
 CONFIG = HttpClientConfig(max_attempts=3, backoff_base_s=0.01, read_timeout_s=5.0)

@@ -33,16 +33,16 @@ def loaded(code: str, modules: list[str], *, env: dict[str, str] | None = None) 
 
 def test_supervisor_side_stays_light() -> None:
     code = (
-        "import rewardgym.servers.supervisor, rewardgym.servers.registry_server, rewardgym.servers.launch\n"
-        "import rewardgym.servers.plan, rewardgym.servers.probe"
+        "import rewardgym.launch.supervisor, rewardgym.launch.registry_server, rewardgym.launch.serve\n"
+        "import rewardgym.launch.from_config, rewardgym.launch.probe"
     )
     assert loaded(code, HEAVY_FOR_SUPERVISOR) == dict.fromkeys(HEAVY_FOR_SUPERVISOR, False)
 
 
 def test_server_processes_do_not_load_the_config_stack_or_the_client() -> None:
     code = (
-        "import rewardgym.servers.child, rewardgym.servers.launch\n"
-        "from rewardgym.servers.spec import server_class\n"
+        "import rewardgym.launch.child, rewardgym.launch.serve\n"
+        "from rewardgym.launch.child_spec import server_class\n"
         "server_class('responses_api_agents', 'simple_agent')\n"
         "server_class('responses_api_models', 'openai_model')\n"
         "server_class('resources_servers', 'tests.stubs.environments:ExactMatchServer')"

@@ -14,9 +14,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from rewardgym.metrics.key_metrics import highest_k_metrics
+from rewardgym.metrics.pass_at_k import pass_majority_metrics
 from rewardgym.protocol import ReverifyMode, VerifyRequest, VerifyResponse, output_text
 from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.metrics import highest_k_metrics, pass_majority_metrics
 from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 from rewardgym.servers.sessions import Session
 from rewardgym.servers.tools import tool

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.testing import OpenAIStub
 from rewardgym.testing.pytest_plugin import serve
 

@@ -1,6 +1,6 @@
 """A whole rewardgym stack in one test process, every server on a real 127.0.0.1 port.
 
-:func:`start_stack` serves, each in a uvicorn thread (:class:`~rewardgym.servers.launch.ThreadedServer`):
+:func:`start_stack` serves, each in a uvicorn thread (:class:`~rewardgym.launch.serve.ThreadedServer`):
 
 - ``upstream``: the stub OpenAI-compatible upstream (:mod:`tests.stubs.openai_stub`, answers ``\\boxed{B}``);
 - ``policy_model``: the real ``openai_model`` pass-through in front of the stub (API key ``api_key``);
@@ -23,11 +23,11 @@ from rewardgym.agents.simple_agent import SimpleAgent
 from rewardgym.environments.example_session_state_mgmt.app import ExampleSessionStateMgmtServer
 from rewardgym.environments.example_single_tool_call.app import ExampleSingleToolCallServer
 from rewardgym.environments.mcqa.app import MCQAServer
+from rewardgym.launch.child_spec import InstanceRecord
+from rewardgym.launch.registry_server import HeadServer
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.models.openai_model import OpenAIModel
 from rewardgym.servers.base import BaseServer
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.registry_server import HeadServer
-from rewardgym.servers.spec import InstanceRecord
 from tests.stubs.openai_stub import OpenAIStub, StubState, start_stub
 
 AGENT = "mcqa_simple_agent"

@@ -9,7 +9,8 @@ Endpoints:
      and the cookies the tools ended with; the verify reply is returned verbatim. With ``skip_verification``
      the answer is ``row + {response, reward: skip_verification_reward, verification_skipped: true}``.
   A non-2xx seed/model/verify reply, or a verify reply without a numeric ``reward``, is an error (502): a
-  reward is never made up.
+  reward is never made up. A failed verify (5xx, unreachable, timed out, no numeric ``reward``) is answered
+  with error type ``verifier_error``, which the collector classifies by (never by the body's wording).
 - ``POST /v1/responses``: the episode loop alone; the request's cookies seed both the resources-server and
   model cookies, and the cookies the loop ended with are set on the answer.
 - ``POST /aggregate_metrics``: forwarded to the resources server (an empty result with ``skip_verification``).
@@ -40,20 +41,22 @@ from pydantic import Field, field_validator
 from starlette.responses import Response as HttpResponse
 
 from rewardgym.agents.usage import accumulate_usage
-from rewardgym.protocol import AggregateMetrics, FunctionCall, Message, Response, ResponseCreateParams, keys
-from rewardgym.registry import register
-from rewardgym.servers.base import BaseServer
-from rewardgym.servers.config import ServerConfig, ServerRef
-from rewardgym.servers.errors import (
+from rewardgym.http.client import HttpReply
+from rewardgym.http.errors import (
     UPSTREAM_AUTH_KIND,
     UPSTREAM_REJECTED_KIND,
-    ApiError,
+    VERIFIER_ERROR_KIND,
+    UpstreamError,
     UpstreamHTTPError,
     UpstreamProtocolError,
     error_kind,
     error_message,
 )
-from rewardgym.servers.http import HttpReply
+from rewardgym.protocol import AggregateMetrics, FunctionCall, Message, Response, ResponseCreateParams, keys
+from rewardgym.registry import register
+from rewardgym.servers.base import BaseServer
+from rewardgym.servers.config import ServerConfig, ServerRef
+from rewardgym.servers.errors import ApiError
 from rewardgym.servers.sse import response_events
 from rewardgym.servers.wire import (
     load_json_object,
@@ -223,15 +226,19 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
                 "verification_skipped": True,
             }
             return orjson.dumps(result)
-        reply = await self._post(
-            f"{self.resources_url}/verify",
-            json=row | {keys.RESPONSE: episode.response},
-            cookies=episode.resources_cookies,
-        )
-        verified = reply.json()
-        reward = verified.get(keys.REWARD) if isinstance(verified, dict) else None
-        if not isinstance(reward, int | float) or isinstance(reward, bool):
-            raise UpstreamProtocolError(reply.url, "verify reply has no numeric 'reward'")
+        try:
+            reply = await self._post(
+                f"{self.resources_url}/verify",
+                json=row | {keys.RESPONSE: episode.response},
+                cookies=episode.resources_cookies,
+            )
+            verified = reply.json()
+            reward = verified.get(keys.REWARD) if isinstance(verified, dict) else None
+            if not isinstance(reward, int | float) or isinstance(reward, bool):
+                raise UpstreamProtocolError(reply.url, "verify reply has no numeric 'reward'")
+        except UpstreamError as exc:
+            # Said by its error type, so the collector classifies it without reading the message.
+            raise ApiError(exc.http_status, f"verify failed: {exc}", kind=VERIFIER_ERROR_KIND) from None
         return reply.body
 
     # ----------------------------------------------------------------- routes

@@ -24,7 +24,7 @@ from rewardgym.analysis.grpo import (
 from rewardgym.analysis.health import Health, health_checks
 from rewardgym.analysis.length import length_analysis, task_tokens_per_solve
 from rewardgym.analysis.uncertainty import CONFIDENCE, DEFAULT_EPSILON, TaskPasses, band_table, task_passes
-from rewardgym.profile.report import BAND_LABELS
+from rewardgym.profile import BAND_LABELS
 
 SCHEMA_VERSION = 1
 

@@ -26,7 +26,7 @@ from rewardgym.analysis.report_page import CSS, JS
 from rewardgym.analysis.scan import Scan
 from rewardgym.analysis.sidecars import AnalysisPaths, read_json
 from rewardgym.io.outputs import atomic_write_bytes
-from rewardgym.profile.report import BAND_LABELS
+from rewardgym.profile import BAND_LABELS
 
 TEXT_ROLLOUTS = 2000
 TEXT_CHARS = 1500

@@ -9,7 +9,7 @@ import numpy as np
 
 from rewardgym.analysis.document import Analysis
 from rewardgym.analysis.svg import bar_chart, heatmap, line_chart
-from rewardgym.profile.report import BAND_LABELS
+from rewardgym.profile import BAND_LABELS
 
 
 def _num(value: Any, digits: int = 4) -> str:

@@ -125,6 +125,6 @@ def read_files(cfg: GymConfig, *more: Path | None) -> tuple[tuple[Path, str], ..
 def _validate_servers(cfg: GymConfig) -> None:
     """The checks `gym env start` makes before it launches anything (every field of every server), so that
     `gym config show` is a true pre-flight check."""
-    from rewardgym.servers.plan import child_specs, validate_specs
+    from rewardgym.launch.from_config import child_specs, validate_specs
 
     validate_specs(child_specs(cfg, log_dir=Path.home() / ".cache/rewardgym/logs"))

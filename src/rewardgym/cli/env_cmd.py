@@ -4,7 +4,7 @@
 ``--search-dir``, ``--model/-m``, ``--model-url``, ``--model-api-key``, ``+k=v``/``++k=v`` overrides):
 loads the config (with no model flag and no model instance in the files, ``--model-type embedded_model`` is
 implied), validates every instance, prints the instance table, launches the head registry and one child
-process per instance (:mod:`rewardgym.servers.supervisor`), waits until every server answers and every
+process per instance (:mod:`rewardgym.launch.supervisor`), waits until every server answers and every
 upstream model endpoint answers (``model_endpoint_readiness_timeout_seconds``, default 120, 0 disables),
 then prints ``All N servers ready`` and runs until SIGINT/SIGTERM (graceful stop, exit 0). A child that
 dies — during start-up or later — stops everything, prints its last 30 log lines, exit code 1.
@@ -49,11 +49,11 @@ from rewardgym.cli.overrides import split_overrides
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import ServerError
-from rewardgym.servers.errors import UpstreamError, UpstreamHTTPError
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
-from rewardgym.servers.spec import ChildSpec
-from rewardgym.servers.supervisor import Supervisor, SupervisorOptions
+from rewardgym.http.client import HttpClient
+from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
+from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
 

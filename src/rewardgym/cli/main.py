@@ -4,7 +4,7 @@ Every command module registers itself on one of the groups below; only the modul
 are imported (``_MODULE_GROUPS``, ``_MODULE_COMMANDS``), so ``gym env start`` does not pay for the
 profiler's or the collector's imports (``gym`` alone, ``--help`` and unknown commands import every module so
 the listing is complete). ``gym env start`` and ``gym eval run`` (without ``--no-serve``) first start the
-fork server (:func:`rewardgym.servers.forking.prestart`), which imports the server stack while the command
+fork server (:func:`rewardgym.launch.forking.prestart`), which imports the server stack while the command
 loads its config.
 Errors a user can cause are
 :class:`~rewardgym.errors.RewardGymError`: printed as one ``Error: …`` line on stderr with exit code 2 (usage)
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
     args = sys.argv[1:] if argv is None else argv
     if _starts_servers(args):
-        from rewardgym.servers.forking import prestart
+        from rewardgym.launch.forking import prestart
 
         prestart()  # the fork server imports the server stack while this process loads the config
     _load_commands(args)

@@ -1,7 +1,7 @@
 """HTTP client of the agents' ``/run`` endpoint, turning every way a rollout can fail into a class.
 
 One keep-alive connection pool serves every rollout: the lean HTTP/1.1 transport of
-:mod:`rewardgym.servers.h1pool` for ``http://`` agents (the normal case, the servers are ours), an aiohttp
+:mod:`rewardgym.http.h1pool` for ``http://`` agents (the normal case, the servers are ours), an aiohttp
 session (no cookie jar) for ``https://``. A successful answer must be a JSON object with a numeric
 ``reward``: anything else is a failure (``invalid_response``), never a reward.
 A result that carries ``_ng_failure_class`` (e.g. a judge that failed) is a failure of that class.
@@ -16,12 +16,13 @@ from typing import Any
 import aiohttp
 import orjson
 
-from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status, parse_retry_after
+from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status
 from rewardgym.config.secrets import redact_text
+from rewardgym.http.errors import error_message
+from rewardgym.http.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
+from rewardgym.http.retry import parse_retry_after
 from rewardgym.protocol import keys
 from rewardgym.protocol.headers import check_headers
-from rewardgym.servers.errors import error_message
-from rewardgym.servers.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
 
 _REASON_CHARS = 500
 

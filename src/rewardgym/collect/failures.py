@@ -1,21 +1,22 @@
 """Classification of failed rollouts and the retry policy.
 
-A failure is never written to the rollouts file and never gets a reward. Each failed attempt is classified;
-*transient* classes are retried in place with exponential backoff and full jitter (honouring
-``Retry-After``), *permanent* ones (a request no retry can fix) are not. When the attempts run out the
-rollout goes to ``<stem>_failures.jsonl`` with its class and reason. ``upstream_auth`` (a model upstream
-refused the API key) is neither: it stops the whole run and the rollout is left for ``--resume``.
+A failure is never written to the rollouts file and never gets a reward. Each failed attempt is classified
+by its status and its error ``type`` (:func:`rewardgym.http.errors.error_kind`), never by the wording of
+its body. *Transient* classes are retried in place with exponential backoff and full jitter (honouring
+``Retry-After``; the timing is :mod:`rewardgym.http.retry`, shared with the servers' client), *permanent*
+ones (a request no retry can fix) are not. When the attempts run out the rollout goes to
+``<stem>_failures.jsonl`` with its class and reason. ``upstream_auth`` (a model upstream refused the API
+key) is neither: it stops the whole run and the rollout is left for ``--resume``.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from enum import StrEnum
-from time import time
 
-from rewardgym.servers.errors import UPSTREAM_AUTH_KIND, UPSTREAM_REJECTED_KIND, error_kind
+from rewardgym.http.errors import UPSTREAM_AUTH_KIND, UPSTREAM_REJECTED_KIND, VERIFIER_ERROR_KIND, error_kind
+from rewardgym.http.retry import retry_delay
 
 
 class FailureClass(StrEnum):
@@ -77,26 +78,8 @@ def classify_status(status: int, body: str) -> FailureClass:
     if status in (408, 504):
         return FailureClass.TIMEOUT
     if status >= 500:
-        lowered = body.lower()
-        if "verify" in lowered or "resources_server" in lowered or "resourcesserver" in lowered:
-            return FailureClass.VERIFIER_ERROR
-        return FailureClass.HTTP_5XX
+        return FailureClass.VERIFIER_ERROR if kind == VERIFIER_ERROR_KIND else FailureClass.HTTP_5XX
     return FailureClass.INVALID_REQUEST
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time())
-    except (TypeError, ValueError, IndexError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -112,7 +95,11 @@ class RetryPolicy:
 
     def delay(self, attempt: int, failure: AttemptFailure, rng: random.Random) -> float:
         """Seconds before attempt ``attempt + 1`` (``attempt`` counts from 1)."""
-        if failure.retry_after_s is not None:
-            return min(failure.retry_after_s, self.max_delay_s)
-        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
-        return rng.uniform(0.0, ceiling)
+        return retry_delay(
+            attempt,
+            base_s=self.base_delay_s,
+            max_s=self.max_delay_s,
+            retry_after_s=failure.retry_after_s,
+            retry_after_max_s=self.max_delay_s,
+            rng=rng,
+        )

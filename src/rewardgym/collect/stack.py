@@ -26,10 +26,10 @@ from rewardgym.collect.watch import AgentDirectory
 from rewardgym.config import GymConfig
 from rewardgym.config.ports import DEFAULT_HEAD_PORT, DEFAULT_PORT_RANGE, can_bind, pick_free_port
 from rewardgym.errors import ServerError
-from rewardgym.servers.errors import UpstreamError, UpstreamHTTPError
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.plan import child_specs, upstream_urls, validate_specs
-from rewardgym.servers.supervisor import ChildFailure, Supervisor, SupervisorOptions
+from rewardgym.http.client import HttpClient
+from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
+from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
 
 AGENT_KIND = "responses_api_agents"
 MODEL_KIND = "responses_api_models"

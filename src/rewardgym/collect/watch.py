@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from rewardgym.servers.errors import UpstreamConnectionError, UpstreamError, UpstreamTimeout
-from rewardgym.servers.http import HttpClient
+from rewardgym.http.client import HttpClient
+from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, UpstreamTimeout
 
 
 class StackGuard(Protocol):

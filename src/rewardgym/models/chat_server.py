@@ -25,6 +25,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TypeVar
 
+from rewardgym.http.client import HttpReply
+from rewardgym.http.errors import UpstreamHTTPError
+from rewardgym.http.retry import parse_retry_after
 from rewardgym.models.chat_adapter import (
     build_chat_passthrough,
     build_chat_request,
@@ -41,8 +44,6 @@ from rewardgym.models.errors import UpstreamReplyError
 from rewardgym.models.upstream import bad_reply, concurrency_limit, llm_retry_statuses
 from rewardgym.protocol import ChatCompletion, ChatCompletionCreateParams, Response, ResponseCreateParams
 from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.errors import UpstreamHTTPError
-from rewardgym.servers.http import HttpReply, retry_after_seconds
 from rewardgym.servers.model import CallContext, ModelServer
 
 
@@ -93,7 +94,7 @@ class ChatModelServer(ModelServer[CC]):
         if is_context_overflow(reply.status, reply.text()):
             self.log.info("context overflow at %s: answered as an incomplete response", url)
             return None
-        after = retry_after_seconds(reply.headers.get("Retry-After"))
+        after = parse_retry_after(reply.headers.get("Retry-After"))
         raise UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
 
     # -- the endpoints ------------------------------------------------------------------------------------

@@ -36,12 +36,13 @@ from pydantic import Field
 
 from rewardgym.config.ports import pick_free_port
 from rewardgym.errors import ConfigError
+from rewardgym.http.errors import UpstreamError
 from rewardgym.models.chat_server import ChatModelServer, ChatServerConfig
 from rewardgym.models.config import EmbeddedModelConfig
 from rewardgym.models.embedded import EmbeddedLlama, LlamaServerOptions, ensure_model, log_tail
 from rewardgym.protocol import ChatCompletion, ChatCompletionCreateParams, Response, ResponseCreateParams
 from rewardgym.registry import register
-from rewardgym.servers.errors import ApiError, UpstreamError
+from rewardgym.servers.errors import ApiError
 from rewardgym.servers.model import CallContext
 
 WATCH_INTERVAL_S = 0.25

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rewardgym.http.client import HttpReply
 from rewardgym.models.config import OpenAIModelConfig
 from rewardgym.models.passthrough import build_openai_chat_request, build_openai_request
 from rewardgym.models.upstream import concurrency_limit, llm_retry_statuses, upstream_headers
 from rewardgym.protocol import ChatCompletion, ChatCompletionCreateParams, Response, ResponseCreateParams
 from rewardgym.registry import register
 from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.http import HttpReply
 from rewardgym.servers.model import CallContext, ModelServer
 
 

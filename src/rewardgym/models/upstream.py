@@ -11,7 +11,7 @@ Contract:
   key is read from its :class:`~pydantic.SecretStr` only here; it goes to the upstream and nowhere else.
 - :func:`concurrency_limit`: an ``asyncio.Semaphore`` bounding in-flight upstream calls, or a no-op.
 - :func:`bad_reply`: an adapter's :class:`~rewardgym.models.errors.UpstreamReplyError` re-raised as the
-  server layer's :class:`~rewardgym.servers.errors.UpstreamProtocolError` (HTTP 502 naming the upstream URL):
+  server layer's :class:`~rewardgym.http.errors.UpstreamProtocolError` (HTTP 502 naming the upstream URL):
   a reply that is not what the protocol requires is never passed on.
 """
 
@@ -25,8 +25,8 @@ from contextlib import AbstractAsyncContextManager
 
 from pydantic import SecretStr
 
-from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.errors import UpstreamProtocolError
+from rewardgym.http.config import HttpClientConfig
+from rewardgym.http.errors import UpstreamProtocolError
 
 LLM_EXTRA_RETRY_STATUS = 500
 """LLM servers answer 500 on transient failures (e.g. an engine restart); it is retried by default."""

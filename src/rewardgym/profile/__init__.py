@@ -7,22 +7,28 @@ Public API::
     result = profile_results(verify_results, agent="agent")         # /aggregate_metrics: results only
     result.agent_metrics, result.repeat_level_metrics, result.completion, result.summary
 
-    stats = compute_statistics(table, fan_out)   # the pure statistics layer (see statistics.py)
+    stats = compute_statistics(table, fan_out)   # the pure statistics layer (compute/statistics.py)
 
 Layering: this package reads files only (``rewardgym.io``; the key names of ``rewardgym.protocol.keys``
-are repeated in :mod:`.extract` so that a profile run does not import pydantic); it never imports
+are repeated in :mod:`.read.extract` so that a profile run does not import pydantic); it never imports
 servers or collection code. See ``docs/profile.md`` for the user-facing description of every output.
+
+Layout, by phase (a phase imports only earlier ones): ``read/`` (both files → columns: ``reader``,
+``scan_inputs``, ``scan_results``, ``extract``, ``row_layouts``, ``chunks``, ``columns``, ``magnitude``),
+``compute/`` (columns → statistics: ``profiler``, ``statistics`` (the statistics layer), ``kernels`` (its
+columnar numpy kernels), ``repeats``, ``tinterval``, ``grouping``, ``align``, ``report``) and ``write/``
+(statistics → the three files: ``output``, ``lines``, ``writer``); ``api`` and ``tuning`` on top.
 """
 
-from rewardgym.profile.align import CompletionSummary
 from rewardgym.profile.api import ProfileResult, profile_files, profile_results, profile_rows
-from rewardgym.profile.columns import RolloutTable
-from rewardgym.profile.output import OutputPaths, output_paths, summary_lines
-from rewardgym.profile.profiler import Profile
-from rewardgym.profile.report import BAND_LABELS, TaskSummary
-from rewardgym.profile.statistics import ProfileStatistics, compute_statistics
-from rewardgym.profile.tinterval import t_interval
+from rewardgym.profile.compute.align import CompletionSummary
+from rewardgym.profile.compute.profiler import Profile
+from rewardgym.profile.compute.report import BAND_LABELS, TaskSummary
+from rewardgym.profile.compute.statistics import ProfileStatistics, compute_statistics
+from rewardgym.profile.compute.tinterval import t_interval
+from rewardgym.profile.read.columns import RolloutTable
 from rewardgym.profile.tuning import Tuning
+from rewardgym.profile.write.output import OutputPaths, output_paths, summary_lines
 
 __all__ = [
     "BAND_LABELS",

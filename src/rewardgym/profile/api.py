@@ -3,7 +3,7 @@
 Contract:
 
 - :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files (a metric value
-  beyond ±1e100 is an error, see :mod:`.magnitude`), writes the three
+  beyond ±1e100 is an error, see :mod:`.read.magnitude`), writes the three
   output files next to ``rollouts`` (temp file + rename each; nothing is written when any check fails)
   and returns a :class:`ProfileResult`. Per-task rows are streamed to disk, not kept in the result.
   Before reading, an output that is one of the two inputs (path, symbolic or hard link) or exists as
@@ -36,19 +36,19 @@ import orjson
 
 from rewardgym.errors import DataError
 from rewardgym.io.outputs import guard_outputs, remove_stale
-from rewardgym.profile.align import CompletionSummary
-from rewardgym.profile.chunks import InputChunk, ResultChunk
-from rewardgym.profile.columns import InputColumns, ResultColumns, merge_inputs, merge_results
-from rewardgym.profile.extract import ROLLOUT_INDEX, TASK_INDEX
-from rewardgym.profile.lines import RowSamples, task_block
-from rewardgym.profile.magnitude import check_magnitudes
-from rewardgym.profile.output import OutputPaths, output_paths, write_outputs
-from rewardgym.profile.profiler import Profile, build_profile, prepare_profile
-from rewardgym.profile.reader import read_files, remove_stale_spools
-from rewardgym.profile.report import TaskSummary, task_summary
-from rewardgym.profile.scan_inputs import inputs_from_rows
-from rewardgym.profile.scan_results import results_from_rows
+from rewardgym.profile.compute.align import CompletionSummary
+from rewardgym.profile.compute.profiler import Profile, build_profile, prepare_profile
+from rewardgym.profile.compute.report import TaskSummary, task_summary
+from rewardgym.profile.read.chunks import InputChunk, ResultChunk
+from rewardgym.profile.read.columns import InputColumns, ResultColumns, merge_inputs, merge_results
+from rewardgym.profile.read.extract import ROLLOUT_INDEX, TASK_INDEX
+from rewardgym.profile.read.magnitude import check_magnitudes
+from rewardgym.profile.read.reader import read_files, remove_stale_spools
+from rewardgym.profile.read.scan_inputs import inputs_from_rows
+from rewardgym.profile.read.scan_results import results_from_rows
 from rewardgym.profile.tuning import Tuning
+from rewardgym.profile.write.lines import RowSamples, task_block
+from rewardgym.profile.write.output import OutputPaths, output_paths, write_outputs
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ Contract:
 * A header value is one line: no control character (``\\x00``-``\\x08``, ``\\x0a``-``\\x1f``, ``\\x7f``;
   a tab is allowed), so a CR/LF in an API key, a token or a configured header can never end the header and
   inject another. Non-ASCII characters are allowed; both transports send values as UTF-8 (aiohttp always
-  does, and :mod:`rewardgym.servers.h1pool` does the same), so a value reaches an ``http://`` and an
+  does, and :mod:`rewardgym.http.h1pool` does the same), so a value reaches an ``http://`` and an
   ``https://`` upstream as the same bytes.
 * :func:`header_problem` describes what is wrong (``None`` when nothing is); :func:`check_headers` raises
   :class:`~rewardgym.errors.ConfigError` naming ``<where>`` and the header; :func:`valid_secret_value` and

@@ -1,7 +1,7 @@
 """Server construction: a config object becomes a server object, and a server object becomes a FastAPI app.
 
-This module never launches a process or binds a port (see :mod:`rewardgym.servers.launch` and
-:mod:`rewardgym.servers.supervisor`), so the same server objects can later be placed elsewhere (e.g. Ray).
+This module never launches a process or binds a port (see :mod:`rewardgym.launch.serve` and
+:mod:`rewardgym.launch.supervisor`), so the same server objects can later be placed elsewhere (e.g. Ray).
 
 Contract of :class:`BaseServer` (generic over its pydantic config class: ``class S(BaseServer[MyConfig])``
 sets ``S.config_class = MyConfig`` unless the class body assigns ``config_class`` itself):
@@ -9,7 +9,7 @@ sets ``S.config_class = MyConfig`` unless the class body assigns ``config_class`
   :class:`~rewardgym.errors.ConfigError` naming ``<instance>.<field>``.
 - ``server.server_id`` is ``"<ClassName>___<instance name>"``: the session cookie name and the ``server``
   of every error body.
-- ``server.http`` is the process's pooled :class:`~rewardgym.servers.http.HttpClient` (created lazily inside
+- ``server.http`` is the process's pooled :class:`~rewardgym.http.client.HttpClient` (created lazily inside
   the running loop, closed at shutdown); ``server.peer_headers`` authenticates calls to peer servers.
 - Subclasses add routes in :meth:`BaseServer.setup_routes` and may override ``on_startup``/``on_shutdown``.
 
@@ -43,10 +43,11 @@ from starlette.responses import Response
 
 from rewardgym.config.secrets import redact_text, register_secret, register_secrets_in
 from rewardgym.errors import ConfigError, RewardGymError
+from rewardgym.http.client import HttpClient
+from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.servers.app import ServerApp
 from rewardgym.servers.config import ServerConfig
-from rewardgym.servers.errors import ApiError, UpstreamError, UpstreamHTTPError
-from rewardgym.servers.http import HttpClient
+from rewardgym.servers.errors import ApiError
 from rewardgym.servers.logs import server_logger
 from rewardgym.servers.middleware import SESSION_ID_KEY, Gate
 from rewardgym.servers.wire import describe_validation, error_body, json_response

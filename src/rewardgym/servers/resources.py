@@ -25,8 +25,8 @@ Endpoints (all ``POST`` except ``GET /reverify_mode``):
   only the fields ``verify_response_class`` declares (NeMo Gym's ``extra="ignore"``), nulls included.
   A :class:`~rewardgym.servers.errors.JudgeError` becomes HTTP 200 with ``reward: 0.0`` and
   ``_ng_failure_class: "judge_failed"`` (the collector routes such rows to the failures sidecar).
-- ``/aggregate_metrics``: :func:`rewardgym.servers.metrics.compute_aggregate_metrics` with this class's
-  ``compute_metrics``, ``get_key_metrics`` and ``profile_fn`` (the profiler hook).
+- ``/aggregate_metrics``: :func:`rewardgym.metrics.aggregate_metrics.compute_aggregate_metrics` with this
+  class's ``compute_metrics``, ``get_key_metrics`` and ``profile_fn`` (the profiler hook).
 - ``/<tool>``: one per ``@tool`` method (see :mod:`rewardgym.servers.tools`).
 
 Sessions: state lives in ``self.sessions`` (:class:`~rewardgym.servers.sessions.SessionStore`, TTL
@@ -47,6 +47,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
+from rewardgym.metrics.aggregate_metrics import ProfileFn, compute_aggregate_metrics, profiler_profile
+from rewardgym.metrics.key_metrics import default_key_metrics
 from rewardgym.protocol import (
     AggregateMetricsRequest,
     FunctionTool,
@@ -59,12 +61,6 @@ from rewardgym.protocol import (
 from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import JudgeError
-from rewardgym.servers.metrics import (
-    ProfileFn,
-    compute_aggregate_metrics,
-    default_key_metrics,
-    profiler_profile,
-)
 from rewardgym.servers.sessions import Session, SessionStore
 from rewardgym.servers.tools import ToolSpec, collect_tools
 from rewardgym.servers.wire import json_response, model_response, parse_body

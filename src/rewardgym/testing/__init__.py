@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.testing.checks import (
     COLLECTOR_COLUMNS,
     ScriptedModelServer,

@@ -8,11 +8,12 @@ from typing import Any, TypeVar
 
 from omegaconf import OmegaConf
 
+from rewardgym.http.client import HttpClient, HttpReply
+from rewardgym.http.config import HttpClientConfig
 from rewardgym.protocol import Response, ResponseCreateParams
 from rewardgym.registry import lookup
-from rewardgym.servers.config import HttpClientConfig, ServerConfig
+from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import ApiError
-from rewardgym.servers.http import HttpClient, HttpReply
 from rewardgym.servers.model import CallContext, ModelServer
 from rewardgym.servers.resources import ResourcesServer
 

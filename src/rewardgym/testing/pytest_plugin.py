@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.testing.scripted_model import OpenAIStub, StubState, start_stub
 
 

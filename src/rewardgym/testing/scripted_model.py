@@ -37,7 +37,7 @@ import orjson
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 
 _ids = itertools.count(1)
 

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from rewardgym.io.outputs import MARKER
-from rewardgym.profile.reader import SPOOL_LABEL
+from rewardgym.profile.read.reader import SPOOL_LABEL
 from tests.stubs.processes import REPO_ROOT, GymProcess, describe, marked_processes, new_marker, poll
 
 TASKS = 30_000

@@ -24,9 +24,9 @@ from typing import Any
 import orjson
 import pytest
 
-from rewardgym.servers.config import HttpClientConfig
-from rewardgym.servers.errors import UpstreamReplyTooLarge, UpstreamTimeout
-from rewardgym.servers.http import HttpClient
+from rewardgym.http.client import HttpClient
+from rewardgym.http.config import HttpClientConfig
+from rewardgym.http.errors import UpstreamReplyTooLarge, UpstreamTimeout
 from tests.stubs.fault_upstream import FaultUpstream, start_fault_upstream
 from tests.stubs.processes import (
     GymProcess,

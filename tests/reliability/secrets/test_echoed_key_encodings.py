@@ -20,7 +20,7 @@ from urllib.parse import quote, quote_plus
 
 import orjson
 
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 from tests.conftest import REPO_ROOT
 from tests.stubs.echo_upstream import EchoCredentialUpstream
 

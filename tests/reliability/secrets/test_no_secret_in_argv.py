@@ -87,7 +87,7 @@ def test_no_descendant_has_a_secret_on_its_command_line(
     cmdlines = {p.pid: proc_file(p.pid, "cmdline") for p in descendants}
     joined = b"\n".join(cmdlines.values())
     # Non-vacuous: the fork server, the llama.cpp child (its own interpreter) and four servers are there.
-    assert b"rewardgym.servers.zygote" in joined and b"rewardgym.models.embedded.llama_server" in joined
+    assert b"rewardgym.launch.zygote" in joined and b"rewardgym.models.embedded.llama_server" in joined
     assert len(descendants) >= 6, cmdlines
     for pid, cmdline in cmdlines.items():
         assert cmdline, pid  # readable: the check below is not vacuous

@@ -102,7 +102,7 @@ def upstream() -> Iterator[tuple[str, OpenAIStub]]:
 
 
 def test_demo_and_failing_run_leak_the_key_nowhere(tmp_path: Path, upstream: tuple[str, OpenAIStub]) -> None:
-    from rewardgym.servers.launch import ThreadedServer
+    from rewardgym.launch.serve import ThreadedServer
 
     url, stub = upstream
     demo, failing = tmp_path / "demo", tmp_path / "failing"

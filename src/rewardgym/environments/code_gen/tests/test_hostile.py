@@ -21,7 +21,7 @@ from rewardgym.environments.code_gen.tests.hostile import (
     host_with_secrets,
     run_case,
 )
-from rewardgym.servers.launch import ThreadedServer
+from rewardgym.launch.serve import ThreadedServer
 
 pytestmark = pytest.mark.slow  # the whole hostile catalogue (~25 s): `make test` runs it, test-fast not
 

@@ -24,9 +24,9 @@ from rewardgym.environments.code_gen.isolation import Isolation
 from rewardgym.environments.code_gen.tests.helpers import fenced, make_request, worker_uid_base
 from rewardgym.environments.code_gen.tests.test_code_gen import NEWER_KEYS, _lines, _prompt
 from rewardgym.errors import ConfigError, ServerError
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.protocol import dump
 from rewardgym.registry import lookup
-from rewardgym.servers.launch import ThreadedServer
 
 NAME = "code_gen"
 ROOT = Path(__file__).resolve().parents[1]

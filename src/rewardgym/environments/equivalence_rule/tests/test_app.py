@@ -16,12 +16,12 @@ from rewardgym.environments.equivalence_rule.tests.test_equivalence_rule import 
     _request,
 )
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
+from rewardgym.launch.child_spec import server_class
+from rewardgym.launch.from_config import child_specs, validate_specs
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.protocol import dump
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.plan import child_specs, validate_specs
-from rewardgym.servers.spec import server_class
 from rewardgym.testing import assert_echoed, post
 
 STAMPS = {"_ng_task_index", "_ng_rollout_index", "agent_ref"}

@@ -18,11 +18,11 @@ from rewardgym.environments.instruction_following.tests.test_instruction_followi
     _row,
 )
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
+from rewardgym.launch.child_spec import server_class
+from rewardgym.launch.from_config import child_specs, validate_specs
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.plan import child_specs, validate_specs
-from rewardgym.servers.spec import server_class
 from rewardgym.testing import COLLECTOR_COLUMNS, assert_echoed, post
 
 STAMPS = COLLECTOR_COLUMNS

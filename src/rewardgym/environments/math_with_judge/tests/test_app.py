@@ -23,12 +23,12 @@ from rewardgym.environments.math_with_judge.tests.test_math_with_judge import (
     _request,
 )
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
+from rewardgym.launch.child_spec import server_class
+from rewardgym.launch.from_config import child_specs, validate_specs
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.protocol import Response, dump
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.plan import child_specs, validate_specs
-from rewardgym.servers.spec import server_class
 from rewardgym.testing import COLLECTOR_COLUMNS, assert_echoed, post
 
 STAMPS = COLLECTOR_COLUMNS

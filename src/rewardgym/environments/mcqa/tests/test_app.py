@@ -11,12 +11,12 @@ from rewardgym.config import load_config_from_flags
 from rewardgym.environments.mcqa.app import MCQAServer
 from rewardgym.environments.mcqa.tests.test_mcqa import KNOWN_DIFFERENCES, _compat_rows, _request
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
+from rewardgym.launch.child_spec import server_class
+from rewardgym.launch.from_config import child_specs, validate_specs
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.protocol import dump
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.plan import child_specs, validate_specs
-from rewardgym.servers.spec import server_class
 from rewardgym.testing import COLLECTOR_COLUMNS, assert_echoed, post
 
 STAMPS = COLLECTOR_COLUMNS

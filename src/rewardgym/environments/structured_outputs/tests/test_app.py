@@ -25,12 +25,12 @@ from rewardgym.environments.structured_outputs.tests.test_structured_outputs imp
 )
 from rewardgym.environments.structured_outputs.verifier import DescriptiveFields
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
+from rewardgym.launch.child_spec import server_class
+from rewardgym.launch.from_config import child_specs, validate_specs
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.protocol import Response
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.plan import child_specs, validate_specs
-from rewardgym.servers.spec import server_class
 from rewardgym.testing import COLLECTOR_COLUMNS, ScriptedModelServer, post
 
 STAMPS = COLLECTOR_COLUMNS

@@ -18,12 +18,12 @@ from rewardgym.config import load_config_from_flags
 from rewardgym.environments.xlam_fc.app import XlamFcServer
 from rewardgym.environments.xlam_fc.tests.test_xlam_fc import COLUMNS, ROLLOUTS, ROWS_BY_QUERY, _call, _query
 from rewardgym.errors import ConfigError
+from rewardgym.http.client import HttpClient
+from rewardgym.launch.child_spec import server_class
+from rewardgym.launch.from_config import child_specs, validate_specs
+from rewardgym.launch.serve import ThreadedServer
 from rewardgym.protocol import Response
 from rewardgym.registry import lookup
-from rewardgym.servers.http import HttpClient
-from rewardgym.servers.launch import ThreadedServer
-from rewardgym.servers.plan import child_specs, validate_specs
-from rewardgym.servers.spec import server_class
 from rewardgym.testing import COLLECTOR_COLUMNS, ScriptedModelServer, post
 
 STAMPS = COLLECTOR_COLUMNS

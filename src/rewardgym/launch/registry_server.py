@@ -1,0 +1,160 @@
+"""The head registry: where other processes find the running servers (never their secrets).
+
+Endpoints (all ``GET``):
+- ``/`` → ``{"status": "ok", "name": <instance>}`` (liveness);
+- ``/server_instances`` → a list of :class:`~rewardgym.launch.child_spec.InstanceRecord`
+  (``name, kind, implementation, url, pid, status, started_at, exit_code``);
+- ``/health`` → ``{"status": "ok" | "degraded", "servers": [{name, url, healthy, latency_ms, error?}]}``,
+  probing every instance's ``GET /`` concurrently with a short timeout;
+- ``/supervisor`` → ``{"pid", "started_at", "version"}`` of the process that owns the instances (used by
+  ``gym env stop``).
+Anything else is answered 404 (405 for another method) with the JSON error body of every server.
+
+Only these fields are served. The resolved config — which holds API keys, session secrets and auth
+tokens — is never exposed: a client in another process (``gym eval run --no-serve``, ``gym env status``)
+takes URLs from here and credentials from its own ``env.yaml``/flags.
+
+:class:`HeadServer` runs inside the supervisor process while the children boot on the same cores, so it is a
+small Starlette app rather than a FastAPI :class:`~rewardgym.servers.base.BaseServer` (importing FastAPI costs
+a few hundred milliseconds of CPU). It has the server attributes the launcher uses (``config``,
+``server_id``, ``log``, ``http``, ``build_app()``), logs to ``<log_dir>/head_server.log`` and sets no session
+cookie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+import rewardgym
+from rewardgym.http.client import HttpClient
+from rewardgym.http.errors import UpstreamError
+from rewardgym.launch.child_spec import InstanceRecord
+from rewardgym.servers.config import ServerConfig
+from rewardgym.servers.logs import server_logger
+from rewardgym.servers.wire import error_body, json_response
+
+PROBE_TIMEOUT_S = 2.0
+
+
+class HeadServerConfig(ServerConfig):
+    """Settings of the head registry (``head_server`` in the config: host and port)."""
+
+
+class HeadServer:
+    """Serves the instance table of its supervisor; see the module docstring."""
+
+    def __init__(
+        self,
+        config: HeadServerConfig | Mapping[str, Any],
+        *,
+        instances: Callable[[], list[InstanceRecord]],
+        supervisor_pid: int | None = None,
+    ) -> None:
+        self.config = (
+            config if isinstance(config, HeadServerConfig) else HeadServerConfig.model_validate(config)
+        )
+        self.server_id = f"{type(self).__name__}___{self.config.name}"
+        self.log = server_logger(self.config.name, self.config.log_dir, self.config.log_level)
+        self._instances = instances
+        self._pid = supervisor_pid or os.getpid()
+        self._started_at = time.time()
+        self._http: HttpClient | None = None
+
+    @property
+    def http(self) -> HttpClient:
+        """The outbound client of the health probes (created on first use)."""
+        if self._http is None:
+            self._http = HttpClient(self.config.http)
+        return self._http
+
+    def _guarded(
+        self, route: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """With an ``auth_token``, answer 401 unless the request carries it (as every server does)."""
+        secret = self.config.auth_token
+        if secret is None:
+            return route
+        token = secret.get_secret_value().encode()
+
+        async def guarded(request: Request) -> Response:
+            given = request.headers.get("x-rewardgym-token", "")
+            bearer = request.headers.get("authorization", "")
+            if bearer.lower().startswith("bearer "):
+                given = given or bearer[7:]
+            if not hmac.compare_digest(given.encode(), token):
+                body = error_body(self.server_id, "unauthorized", "missing or wrong auth token")
+                return json_response(body, 401)
+            return await route(request)
+
+        return guarded
+
+    async def _liveness(self, _request: Request) -> Response:
+        return json_response({"status": "ok", "name": self.config.name})
+
+    async def _instances_route(self, _request: Request) -> Response:
+        return json_response([record.model_dump(mode="json") for record in self._instances()])
+
+    async def _supervisor_route(self, _request: Request) -> Response:
+        return json_response(
+            {"pid": self._pid, "started_at": self._started_at, "version": rewardgym.__version__}
+        )
+
+    async def _probe(self, record: InstanceRecord) -> dict[str, Any]:
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"name": record.name, "url": record.url}
+        try:
+            reply = await self.http.get(
+                f"{record.url}/", timeout_s=PROBE_TIMEOUT_S, max_attempts=1, raise_for_status=False
+            )
+            entry["healthy"] = reply.status < 500
+            if not entry["healthy"]:
+                entry["error"] = f"HTTP {reply.status}"
+        except UpstreamError as exc:
+            entry["healthy"] = False
+            entry["error"] = exc.kind
+        entry["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return entry
+
+    async def _health_route(self, _request: Request) -> Response:
+        servers = await asyncio.gather(*(self._probe(r) for r in self._instances()))
+        status = "ok" if all(s["healthy"] for s in servers) else "degraded"
+        return json_response({"status": status, "servers": list(servers)})
+
+    async def _http_error(self, _request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        body = error_body(self.server_id, "http_error", str(exc.detail), detail=exc.detail)
+        return json_response(body, exc.status_code, dict(exc.headers or {}))
+
+    def build_app(self) -> Starlette:
+        """The ASGI app of the registry."""
+
+        @asynccontextmanager
+        async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+            self.log.info("server %s ready", self.server_id)
+            try:
+                yield
+            finally:
+                if self._http is not None:
+                    await self._http.close()
+
+        routes = [
+            Route("/", self._liveness, methods=["GET"]),
+            Route("/server_instances", self._guarded(self._instances_route), methods=["GET"]),
+            Route("/health", self._guarded(self._health_route), methods=["GET"]),
+            Route("/supervisor", self._guarded(self._supervisor_route), methods=["GET"]),
+        ]
+        return Starlette(
+            routes=routes, lifespan=lifespan, exception_handlers={HTTPException: self._http_error}
+        )

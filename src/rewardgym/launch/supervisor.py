@@ -1,0 +1,401 @@
+"""Process supervision: launch every server instance as a child process, watch it, stop it.
+
+Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
+- :meth:`Supervisor.start`: checks every port first (a port in use is a :class:`ServerError` before anything
+  is launched); launches each :class:`~rewardgym.launch.child_spec.ChildSpec` in its own process group,
+  stdout+stderr to a fresh ``<log_dir>/<name>.log``: forked by the fork server (:mod:`.zygote` via
+  :mod:`.forking`; it imports the server stack once for all instances, its own log is
+  ``<log_dir>/_fork_server.log``) or — with ``fork_server=False``, or if the fork server fails — spawned as
+  ``python -m rewardgym.launch.child`` with the spec on stdin; serves the head registry
+  (:mod:`rewardgym.launch.registry_server`) in this process; then waits until every child answers
+  ``GET /`` (any HTTP status) and every upstream answers (``GET <base>/models`` for a ``…/v1`` base URL,
+  else ``GET <base>``), polling with deadlines. A child that exits, a deadline passed, or an unresolvable
+  upstream host stops everything and raises :class:`ChildFailure`/:class:`ServerError` carrying the last
+  30 lines of the child's log.
+- ``preflight`` (e.g. validating every config with :func:`~rewardgym.launch.from_config.validate_specs`)
+  runs when a child exits during start-up, before that failure is reported: if it raises, its error is
+  reported instead
+  (an invalid config is one clear error, not a log tail). Each child validates its own config before it
+  listens, so when all of them come up the configs are valid — and the supervisor never imports the server
+  classes (FastAPI, environments, models) while the children boot on the same cores.
+- :meth:`Supervisor.wait`: returns when :meth:`request_stop` is called (signal handlers call it); raises
+  :class:`ChildFailure` (after stopping the others) if a child exits on its own.
+- :meth:`Supervisor.stop`: SIGTERM to each child's process group, up to ``stop_grace_s`` to exit, then
+  SIGKILL; then the fork server and the head stop. Children also die if the supervisor is SIGKILLed: they
+  ask the kernel for ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.launch.child`; forked ones
+  through the fork server, which dies with the supervisor).
+- Secrets travel only through pipes (the children's or the fork server's stdin): never on a command line
+  (``/proc/<pid>/cmdline`` is readable by every user), and the children's environment is this process's
+  minus ``REWARDGYM_MODEL_API_KEY`` (:func:`~rewardgym.config.secrets.child_environ`). The instance records
+  served by the head hold no secret.
+- Start-up probes use the standard library (:mod:`rewardgym.launch.probe`), not aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from rewardgym.config.secrets import child_environ
+from rewardgym.errors import ServerError
+from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
+from rewardgym.launch.child_spec import ChildSpec, InstanceRecord, model_identity
+from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError
+from rewardgym.launch.probe import http_status, listening
+from rewardgym.servers.logs import log_path
+
+if TYPE_CHECKING:
+    import uvicorn
+
+TAIL_LINES = 30
+FORK_SERVER_LOG = "_fork_server.log"
+POLL_INTERVAL_S = 0.02
+UPSTREAM_POLL_S = 0.5
+
+
+class ChildFailure(ServerError):
+    """A child server exited or never became ready; the message ends with its last log lines."""
+
+    def __init__(self, name: str, reason: str, tail: Sequence[str]) -> None:
+        self.name = name
+        self.tail = list(tail)
+        lines = "\n".join(f"  | {line}" for line in tail) if tail else "  | (no output)"
+        super().__init__(f"server {name!r} {reason}; last log lines:\n{lines}")
+
+
+@dataclass
+class SupervisorOptions:
+    """How the supervisor runs."""
+
+    log_dir: Path
+    head_host: str = "127.0.0.1"
+    head_port: int = 11000
+    ready_timeout_s: float = 600.0
+    upstreams: list[str] = field(default_factory=list)
+    upstream_timeout_s: float = 120.0
+    stop_grace_s: float = 5.0
+    auth_token: str | None = field(default=None, repr=False)
+    """The shared token the head registry requires (``++auth_token``); never printed."""
+    fork_server: bool = True
+    """Fork the instances from one process that imported the server stack once (:mod:`.zygote`) instead of
+    starting a fresh interpreter per instance (which stays the fallback)."""
+
+
+def render_log_line(line: str) -> Iterator[str]:
+    """A log line for humans: JSON records become ``LEVEL message`` (+ the exception's lines)."""
+    if line.startswith("{"):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            record = None
+        if isinstance(record, dict) and "msg" in record:
+            first, *rest = str(record["msg"]).splitlines() or [""]
+            yield f"{record.get('level', '')} {first}".strip()
+            yield from rest
+            if record.get("exc"):
+                yield from str(record["exc"]).splitlines()
+            return
+    yield line
+
+
+def tail_log(path: Path, lines: int = TAIL_LINES) -> list[str]:
+    """The last ``lines`` human-readable lines of a child's log file."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 256 * 1024))
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    rendered = [out for raw in data.splitlines() if raw.strip() for out in render_log_line(raw)]
+    return rendered[-lines:]
+
+
+def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn inside the supervisor's loop: signals belong to the supervisor, not to the head server."""
+    import uvicorn
+
+    class EmbeddedUvicorn(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return EmbeddedUvicorn(config)
+
+
+async def _all_or_first_error(waits: list[Coroutine[Any, Any, None]]) -> None:
+    """Run ``waits`` concurrently; on the first failure cancel the others and raise it."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            failure = task.exception()
+            if failure is not None:
+                raise failure
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@dataclass
+class _Child:
+    spec: ChildSpec
+    record: InstanceRecord
+    log: Path
+    process: asyncio.subprocess.Process | ForkedProcess | None = None
+
+
+class Supervisor:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        specs: Sequence[ChildSpec],
+        options: SupervisorOptions,
+        *,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        self.options = options
+        self._notify = notify or (lambda _msg: None)
+        self._children = [
+            _Child(
+                spec=spec,
+                record=InstanceRecord(
+                    name=spec.name,
+                    kind=spec.kind,
+                    implementation=spec.implementation,
+                    url=spec.url,
+                    model=model_identity(spec),
+                ),
+                log=log_path(options.log_dir, spec.name),
+            )
+            for spec in specs
+        ]
+        self._stop_requested = asyncio.Event()
+        self._head: uvicorn.Server | None = None
+        self._head_task: asyncio.Task[None] | None = None
+        self._forks: ForkServer | None = None
+        self.head_url = f"http://{options.head_host}:{options.head_port}"
+
+    def records(self) -> list[InstanceRecord]:
+        return [child.record for child in self._children]
+
+    def request_stop(self) -> None:
+        self._stop_requested.set()
+
+    # ----------------------------------------------------------------- start
+    async def start(self, preflight: Callable[[], Any] | None = None) -> None:
+        """Launch all children and the head, and wait until all answer (module docstring).
+
+        ``preflight`` (e.g. validating every config) runs if a child exits during start-up; if it raises,
+        everything is stopped and its error propagates instead of the child's failure.
+        """
+        self._check_ports()
+        self.options.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.options.fork_server and self._children:
+                self._forks = ForkServer()  # starts importing the server stack while the head starts
+                await self._forks.start(self.options.log_dir / FORK_SERVER_LOG)
+                await self._start_head()
+                for child in self._children:
+                    await self._spawn(child)
+            else:
+                for child in self._children:
+                    await self._spawn(child)
+                await self._start_head()
+            try:
+                await _all_or_first_error(
+                    [
+                        *(self._wait_ready(child) for child in self._children),
+                        *(self._wait_upstream(url) for url in self.options.upstreams),
+                    ]
+                )
+            except ChildFailure:
+                if preflight is not None:
+                    preflight()
+                raise
+        except BaseException:
+            await self.stop()
+            raise
+
+    def _check_ports(self) -> None:
+        from rewardgym.launch.serve import check_port_free
+
+        seen: dict[tuple[str, int], str] = {}
+        endpoints = [("head server", self.options.head_host, self.options.head_port)]
+        endpoints += [(c.spec.name, c.spec.host, c.spec.port) for c in self._children]
+        for name, host, port in endpoints:
+            if port and (host, port) in seen:
+                raise ServerError(f"{name} and {seen[(host, port)]} are both configured on {host}:{port}")
+            seen[(host, port)] = name
+            try:
+                check_port_free(host, port)
+            except ServerError as exc:
+                raise ServerError(f"{name}: {exc}") from None
+
+    async def _start_head(self) -> None:
+        from rewardgym.launch.registry_server import HeadServer
+        from rewardgym.launch.serve import uvicorn_config
+
+        config = {
+            "name": "head_server",
+            "host": self.options.head_host,
+            "port": self.options.head_port,
+            "log_dir": self.options.log_dir,
+            "auth_token": self.options.auth_token,
+        }
+        head = HeadServer(config, instances=self.records)
+        self._head = _embedded_uvicorn(uvicorn_config(head))
+        self._head_task = asyncio.create_task(self._head.serve())
+        deadline = time.monotonic() + 10.0
+        while not self._head.started:
+            if self._head_task.done() or time.monotonic() > deadline:
+                raise ServerError(f"the head server could not start on {self.head_url}")
+            await asyncio.sleep(POLL_INTERVAL_S)
+
+    async def _spawn(self, child: _Child) -> None:
+        child.record.started_at = time.time()
+        if self._forks is not None:
+            child.log.write_bytes(b"")  # a fresh log per start: its tail is about this run
+            try:
+                child.process = await self._forks.fork(child.spec, child.log)
+                child.record.pid = child.process.pid
+                return
+            except ForkServerError:
+                forks, self._forks = self._forks, None
+                await forks.close()
+        spec = child.spec.model_copy(update={"parent_pid": os.getpid()})
+        env = child_environ(PYTHONUNBUFFERED="1")
+        with child.log.open("wb") as log:  # a fresh log per start: its tail is about this run
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "rewardgym.launch.child",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+                env=env,
+                process_group=0,
+            )
+        assert process.stdin is not None
+        process.stdin.write(spec.model_dump_json().encode())
+        await process.stdin.drain()
+        process.stdin.close()
+        child.process = process
+        child.record.pid = process.pid
+
+    def _fail(self, child: _Child, reason: str) -> ChildFailure:
+        return ChildFailure(child.spec.name, reason, tail_log(child.log))
+
+    async def _wait_ready(self, child: _Child) -> None:
+        deadline = time.monotonic() + self.options.ready_timeout_s
+        assert child.process is not None
+        while True:
+            if child.process.returncode is not None:
+                child.record.status = "exited"
+                child.record.exit_code = child.process.returncode
+                raise self._fail(child, f"exited during start-up (exit code {child.process.returncode})")
+            try:
+                if not await listening(child.spec.host, child.spec.port):
+                    raise UpstreamConnectionError(child.spec.url, "not listening yet")
+                await http_status(f"{child.spec.url}/", 2.0)
+            except UpstreamError:
+                if time.monotonic() > deadline:
+                    raise self._fail(
+                        child, f"did not answer within {self.options.ready_timeout_s:g} s"
+                    ) from None
+                await asyncio.sleep(POLL_INTERVAL_S)
+                continue
+            child.record.status = "ready"
+            self._notify(f"{child.spec.name} ready at {child.spec.url}")
+            return
+
+    async def _wait_upstream(self, base_url: str) -> None:
+        base = base_url.rstrip("/")
+        probe = f"{base}/models" if base.endswith("/v1") else base
+        deadline = time.monotonic() + self.options.upstream_timeout_s
+        while True:
+            try:
+                await http_status(probe, 5.0)
+                self._notify(f"upstream {safe_url(base)} answers")
+                return
+            except UpstreamConnectionError as exc:
+                if exc.dns_failure:
+                    raise ServerError(
+                        f"model endpoint {safe_url(base)}: cannot resolve its host name"
+                    ) from None
+                failure: UpstreamError = exc
+            except UpstreamError as exc:
+                failure = exc
+            if time.monotonic() > deadline:
+                raise ServerError(
+                    f"model endpoint {safe_url(base)} did not answer within "
+                    f"{self.options.upstream_timeout_s:g} s ({failure.kind})"
+                )
+            await asyncio.sleep(UPSTREAM_POLL_S)
+
+    # ----------------------------------------------------------------- run and stop
+    async def wait(self) -> None:
+        """Until a stop is requested (returns) or a child exits on its own (raises :class:`ChildFailure`)."""
+        waits: dict[asyncio.Task[int], _Child] = {
+            asyncio.create_task(child.process.wait()): child for child in self._children if child.process
+        }
+        stop = asyncio.create_task(self._stop_requested.wait())
+        try:
+            done, _ = await asyncio.wait([stop, *waits], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in [stop, *waits]:
+                task.cancel()
+        exited = [waits[task] for task in done if task in waits]
+        if exited and not self._stop_requested.is_set():
+            child = exited[0]
+            child.record.status = "exited"
+            child.record.exit_code = child.process.returncode if child.process else None
+            failure = self._fail(child, f"exited unexpectedly (exit code {child.record.exit_code})")
+            await self.stop()
+            raise failure
+
+    def _signal_group(self, child: _Child, sig: signal.Signals, *, exited_too: bool = False) -> None:
+        if child.process is None or (child.process.returncode is not None and not exited_too):
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.process.pid, sig)
+
+    async def stop(self) -> None:
+        """Stop all children (SIGTERM, grace period, SIGKILL) and the head server."""
+        running = [c for c in self._children if c.process is not None and c.process.returncode is None]
+        for child in running:
+            child.record.status = "stopping"
+            self._signal_group(child, signal.SIGTERM)
+        if running:
+            waits = [asyncio.create_task(c.process.wait()) for c in running if c.process]
+            _, pending = await asyncio.wait(waits, timeout=self.options.stop_grace_s)
+            for task in pending:
+                task.cancel()
+            for child in running:  # stragglers, and anything left in the children's process groups
+                self._signal_group(child, signal.SIGKILL, exited_too=True)
+            await asyncio.gather(*(c.process.wait() for c in running if c.process))
+        for child in self._children:
+            if child.process is not None:
+                child.record.exit_code = child.process.returncode
+                child.record.status = "stopped" if child.record.status != "exited" else "exited"
+        if self._forks is not None:
+            await self._forks.close(self.options.stop_grace_s)
+            self._forks = None
+        if self._head is not None and self._head_task is not None:
+            self._head.should_exit = True
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._head_task, timeout=5.0)
+            self._head = None

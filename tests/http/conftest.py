@@ -1,0 +1,3 @@
+from tests.stubs.fixtures import serve, stub
+
+__all__ = ["serve", "stub"]
