@@ -7,9 +7,9 @@ Contract:
   value's JSON text; two paths that flatten to the same name are a ``ValueError`` (the caller names the
   file and line).
 - :func:`column` types a list of scalars (``None`` = null) by the JSON types present: only booleans →
-  Boolean; only integers within int64 → Int64; integers and floats → Float64; only strings → String;
-  nothing but nulls → Float64 (most nullable fields of these files are statistics); any other mix →
-  String holding each value's JSON text, so no value is dropped or coerced.
+  Boolean; only integers → Int64; integers and floats → Float64; only strings → String; nothing but
+  nulls → Float64 (most nullable fields of these files are statistics); any other mix, or an integer
+  beyond int64 → String holding each value's JSON text, so no value is dropped or coerced.
 - :func:`frame` builds a polars DataFrame from named columns in the given order.
 """
 
@@ -25,7 +25,8 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def json_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    # orjson writes integers up to 64 bits; a wider one (Python reads any) is its own decimal text
+    return str(value) if type(value) is int else orjson.dumps(value).decode()
 
 
 def flatten(row: Mapping[str, Any], as_text: Iterable[str] = ()) -> dict[str, Any]:
@@ -53,9 +54,10 @@ def column(name: str, values: Sequence[Any]) -> pl.Series:
         return pl.Series(name, values, dtype=pl.Float64)
     if kinds == {bool}:
         return pl.Series(name, values, dtype=pl.Boolean)
-    if kinds == {int} and all(v is None or _INT64[0] <= v <= _INT64[1] for v in values):
+    wide = int in kinds and any(type(v) is int and not _INT64[0] <= v <= _INT64[1] for v in values)
+    if kinds == {int} and not wide:
         return pl.Series(name, values, dtype=pl.Int64)
-    if kinds <= {int, float}:
+    if kinds <= {int, float} and not wide:
         return pl.Series(name, [None if v is None else float(v) for v in values], dtype=pl.Float64)
     if kinds == {str}:
         return pl.Series(name, values, dtype=pl.String)
