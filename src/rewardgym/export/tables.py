@@ -16,7 +16,6 @@ Contract:
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import polars as pl
 from rewardgym.analysis.extract import FIELDS, extract_row, response_text
 from rewardgym.analysis.scan import scan_rollouts
 from rewardgym.errors import DataError
-from rewardgym.export.frames import column, flatten, frame, rows_frame
+from rewardgym.export.frames import flatten, frame, rows_frame
 from rewardgym.io.jsonl import iter_jsonl
 from rewardgym.protocol.keys import FAILURE_CLASS, ROLLOUT_INDEX, TASK_INDEX
 
@@ -58,11 +57,13 @@ def tasks_table(path: Path) -> pl.DataFrame:
     return rows_frame(rows)
 
 
-def _number(value: float) -> int | float | None:
-    """NaN (absent) → null; a whole number → int (token counts stay integers)."""
-    if math.isnan(value):
-        return None
-    return int(value) if value.is_integer() else value
+def _tokens(name: str, values: np.ndarray) -> pl.Series:
+    """A token column from the analysis's floats (NaN = absent → null); whole numbers stay integers."""
+    series = pl.Series(name, values, dtype=pl.Float64, nan_to_null=True)
+    finite = values[np.isfinite(values)]
+    if bool(np.all(finite == np.floor(finite))) and (finite.size == 0 or float(np.abs(finite).max()) < 2**53):
+        return series.cast(pl.Int64)
+    return series
 
 
 def _texts(path: Path, offsets: np.ndarray, has_response: np.ndarray) -> list[str | None]:
@@ -106,29 +107,32 @@ def rollouts_table(rollouts: Path, failures: Path) -> pl.DataFrame:
         raise DataError(f"{rollouts}:{line}: {error}")
     failed = _failures(failures)
     cols = scan.columns
-    lost = [None] * len(failed)
-    agents = [None if a < 0 else cols.agents[a] for a in cols.agent.tolist()]
-    data: dict[str, list[Any]] = {
-        TASK_INDEX: cols.task.tolist() + [f[0] for f in failed],
-        ROLLOUT_INDEX: cols.rollout.tolist() + [f[1] for f in failed],
-        "agent": agents + [f[2] for f in failed],
-        "reward": [None if math.isnan(r) else r for r in cols.reward.tolist()] + lost,
-        "input_tokens": [_number(v) for v in cols.input_tokens.tolist()] + lost,
-        "output_tokens": [_number(v) for v in cols.output_tokens.tolist()] + lost,
-        "total_tokens": [_number(v) for v in cols.total_tokens.tolist()] + lost,
-        "cut_off": cols.cut_off.tolist() + lost,
-        "failure_class": [None] * len(cols) + [f[3] for f in failed],
-        "failure_reason": [None] * len(cols) + [f[4] for f in failed],
-        "response_text": _texts(rollouts, cols.offset, cols.has_response) + lost,
+    # Built from the analysis's numpy columns (no Python object per number): only the texts are objects.
+    agents = pl.Series("agent", [*cols.agents, None], dtype=pl.String)
+    measured = pl.DataFrame(
+        [
+            pl.Series(TASK_INDEX, cols.task, dtype=pl.Int64),
+            pl.Series(ROLLOUT_INDEX, cols.rollout, dtype=pl.Int64),
+            agents.gather(np.where(cols.agent < 0, len(cols.agents), cols.agent)),
+            pl.Series("reward", cols.reward, dtype=pl.Float64, nan_to_null=True),
+            *(_tokens(n, getattr(cols, n)) for n in ("input_tokens", "output_tokens", "total_tokens")),
+            pl.Series("cut_off", cols.cut_off, dtype=pl.Boolean),
+            pl.Series("failure_class", [None] * len(cols), dtype=pl.String),
+            pl.Series("failure_reason", [None] * len(cols), dtype=pl.String),
+            pl.Series("response_text", _texts(rollouts, cols.offset, cols.has_response), dtype=pl.String),
+        ]
+    )
+    types = dict(measured.schema)
+    lost: list[Any] = [None] * len(failed)
+    values: dict[str, list[Any]] = {
+        TASK_INDEX: [f[0] for f in failed],
+        ROLLOUT_INDEX: [f[1] for f in failed],
+        "agent": [f[2] for f in failed],
+        "failure_class": [f[3] for f in failed],
+        "failure_reason": [f[4] for f in failed],
     }
-    types = {TASK_INDEX: pl.Int64, ROLLOUT_INDEX: pl.Int64, "reward": pl.Float64, "cut_off": pl.Boolean}
-    series = [
-        pl.Series(name, values, dtype=types.get(name, pl.String))
-        if "tokens" not in name
-        else column(name, values)
-        for name, values in data.items()
-    ]
-    return pl.DataFrame(series).sort([TASK_INDEX, ROLLOUT_INDEX], maintain_order=True)
+    unmeasured = pl.DataFrame([pl.Series(n, values.get(n, lost), dtype=types[n]) for n in ROLLOUT_COLUMNS])
+    return pl.concat([measured, unmeasured]).sort([TASK_INDEX, ROLLOUT_INDEX], maintain_order=True)
 
 
 def _load(path: Path) -> dict[str, Any]:
