@@ -54,6 +54,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.envlist_cmd",
     "rewardgym.cli.envnew_cmd",
     "rewardgym.cli.analyze_cmd",
+    "rewardgym.cli.export_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -68,6 +69,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.envlist_cmd": "env",
     "rewardgym.cli.envnew_cmd": "env",
     "rewardgym.cli.analyze_cmd": "eval",
+    "rewardgym.cli.export_cmd": "eval",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -78,6 +80,7 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.envlist_cmd": {"list"},
     "rewardgym.cli.envnew_cmd": {"new"},
     "rewardgym.cli.analyze_cmd": {"analyze", "health-check"},
+    "rewardgym.cli.export_cmd": {"export"},
 }
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
 
