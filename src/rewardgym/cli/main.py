@@ -36,7 +36,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 env_app = typer.Typer(help="Start, inspect and stop servers.", no_args_is_help=True)
-eval_app = typer.Typer(help="Collect rollouts, profile them, aggregate and reverify.", no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Collect rollouts, profile, analyze and export them, aggregate and reverify.", no_args_is_help=True
+)
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
 app.add_typer(env_app, name="env")
 app.add_typer(eval_app, name="eval")
