@@ -10,7 +10,9 @@ Contract of :func:`scan_rollouts`:
   numbers (blank lines are skipped and counted, as NeMo Gym's health check does). The caller decides
   whether that is fatal (``gym eval analyze``) or a finding (``gym eval health-check``);
 - the columns come back sorted by (task, rollout, line);
-- :class:`BackgroundScan` runs the same read in a forked process while the caller does other work.
+- :class:`BackgroundScan` runs the same read in a forked process while the caller does other work;
+- :data:`ROW_HOOK` takes the same columns from the profile's own parse (``gym eval profile --report``:
+  the rollouts are parsed once), and :func:`scan_from_parts` makes the :class:`Scan` of what it returned.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import orjson
 from rewardgym.analysis.columns import RolloutColumns, sorted_columns
 from rewardgym.analysis.extract import extract_row
 from rewardgym.errors import DataError
+from rewardgym.profile.read.chunks import RowHook
 
 PARALLEL_FROM = 64 << 20
 """Files at least this large are read by worker processes."""
@@ -134,6 +137,36 @@ def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     out["agent_names"] = agents
     out["agent"] = np.array([-1 if a is None else lookup[a] for a in names.tolist()], np.int64)
     return out
+
+
+def _finish_rows(rows: list[Any], offsets: list[int]) -> dict[str, Any]:
+    """A chunk part (as :func:`_scan_range` returns) of the rows the profile's reader extracted: each of
+    its rows is one line of the chunk (the profile stops a chunk at a blank or malformed line)."""
+    offset = np.array(offsets, np.int64)
+    bad = [(index + 1, fields) for index, fields in enumerate(rows) if isinstance(fields, str)]
+    kept = np.arange(len(rows), dtype=np.int64)
+    if bad:  # a key problem: the profile reports it too, on the same line
+        drop = np.array([line - 1 for line, _ in bad], np.int64)
+        kept = np.delete(kept, drop)
+        rows = [rows[i] for i in kept.tolist()]
+    enabled = gc.isenabled()
+    gc.disable()  # see _scan_range
+    try:
+        arrays = _to_arrays(rows)
+    finally:
+        if enabled:
+            gc.enable()
+    return {"rows": arrays, "line": kept + 1, "offset": offset[kept], "bad": bad, "blank": 0,
+            "lines": len(offsets)}  # fmt: skip
+
+
+ROW_HOOK = RowHook(per_row=extract_row, finish=_finish_rows)
+"""The analysis columns from the profile's parse of the rollouts (``profile_files(row_hook=...)``)."""
+
+
+def scan_from_parts(path: Path, parts: tuple[Any, ...] | list[Any]) -> Scan:
+    """The :class:`Scan` of ``path`` from the parts :data:`ROW_HOOK` made of its chunks, in file order."""
+    return _scan(path, list(parts))
 
 
 def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int, str]], int]:
