@@ -13,7 +13,6 @@ silent behaviour); a bad flag or override exits 2.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Annotated
@@ -179,14 +178,11 @@ def profile_command(
 
 
 def _import_analysis() -> None:
-    """Import what the analysis needs beyond the reading (scipy, the report) in a thread, while the
-    profile's workers read: ~0.5 s that would otherwise follow the profile."""
+    """Import what the analysis needs beyond the reading (scipy, the report: ~0.5 s) while the profile's
+    workers read. Called in this process's turn to wait for them, not in a thread: the profile forks
+    workers again later, and a fork during an import would copy its module lock held."""
+    import scipy.special
+    import scipy.stats  # noqa: F401
 
-    def load() -> None:
-        import scipy.special
-        import scipy.stats  # noqa: F401
-
-        import rewardgym.analysis.report
-        import rewardgym.cli.analyze_cmd  # noqa: F401
-
-    threading.Thread(target=load, name="import-analysis", daemon=True).start()
+    import rewardgym.analysis.report
+    import rewardgym.cli.analyze_cmd  # noqa: F401
