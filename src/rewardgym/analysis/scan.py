@@ -10,7 +10,6 @@ Contract of :func:`scan_rollouts`:
   numbers (blank lines are skipped and counted, as NeMo Gym's health check does). The caller decides
   whether that is fatal (``gym eval analyze``) or a finding (``gym eval health-check``);
 - the columns come back sorted by (task, rollout, line);
-- :class:`BackgroundScan` runs the same read in a forked process while the caller does other work;
 - :data:`ROW_HOOK` takes the same columns from the profile's own parse (``gym eval profile --report``:
   the rollouts are parsed once), and :func:`scan_from_parts` makes the :class:`Scan` of what it returned.
 """
@@ -237,34 +236,3 @@ def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
         with context.Pool(min(cores, len(ranges))) as pool:
             parts = pool.starmap(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
     return _scan(path, parts)
-
-
-class BackgroundScan:
-    """:func:`scan_rollouts` in forked processes (one per core), started now and collected later.
-
-    ``gym eval profile --report`` starts it before profiling, so the analysis read shares the cores with
-    the profiler — which leaves one mostly idle while it merges and writes — instead of following it; once
-    the profile is done the readers have both cores. (Niced readers were tried: on a shared machine they
-    lose to every other job and finish later.) :meth:`result` returns the scan (re-raising its error);
-    :meth:`cancel` stops it.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        size = _file_size(path)
-        cores = max(1, os.cpu_count() or 1)
-        ranges = _ranges(path, size, max(cores * 4, size // RANGE_BYTES)) if size else [(0, 0)]
-        self._pool = multiprocessing.get_context("fork").Pool(cores)
-        self._job = self._pool.starmap_async(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
-
-    def result(self) -> Scan:
-        try:
-            parts: list[dict[str, Any]] = self._job.get()
-        finally:
-            self._pool.close()
-            self._pool.join()
-        return _scan(self._path, parts)
-
-    def cancel(self) -> None:
-        self._pool.terminate()
-        self._pool.join()
