@@ -53,13 +53,6 @@ def _number(value: Any) -> float:
     return NAN
 
 
-def _first(mapping: dict[str, Any], *names: str) -> float:
-    for name in names:
-        if name in mapping:
-            return _number(mapping[name])
-    return NAN
-
-
 def _texts(items: Any, into: list[str], reasoning: list[str]) -> int:
     """Collect message and reasoning text of output items; return the number of tool calls."""
     calls = 0
@@ -123,7 +116,7 @@ def extract_row(row: dict[str, Any]) -> Row | str:
     response = row.get("response")
     if type(response) is dict:
         usage = response.get("usage")
-        if type(usage) is dict:  # inlined _first / _number (the first present key counts, even if null)
+        if type(usage) is dict:  # the first present key counts, even when it is null
             value: Any = usage.get("input_tokens", _ABSENT)
             if value is _ABSENT:
                 value = usage.get("prompt_tokens")
@@ -137,7 +130,9 @@ def extract_row(row: dict[str, Any]) -> Row | str:
             value = usage.get("total_tokens")
             if type(value) is int or type(value) is float:
                 total = float(value)
-        cap = _number(response.get("max_output_tokens"))
+        value = response.get("max_output_tokens")
+        if type(value) is int or type(value) is float:
+            cap = float(value)
         details = response.get("incomplete_details")
         incomplete = response.get("status") == "incomplete" or (
             type(details) is dict and details.get("reason") in LENGTH_REASONS
@@ -169,10 +164,14 @@ def extract_row(row: dict[str, Any]) -> Row | str:
             reasoning_chars = sum(len(r.strip()) for r in reasoning)
     if math.isnan(total):  # no total_tokens
         total = tokens_in + tokens_out
-    if math.isnan(cap):
+    if math.isnan(cap):  # no cap on the response: the request's
         params = row.get("responses_create_params")
         if type(params) is dict:
-            cap = _first(params, "max_output_tokens", "max_tokens")
+            value = params.get("max_output_tokens", _ABSENT)
+            if value is _ABSENT:
+                value = params.get("max_tokens")
+            if type(value) is int or type(value) is float:
+                cap = float(value)
     perf = row.get("ng_perf")
     turns = _number(perf.get("num_turns")) if type(perf) is dict else NAN
     agent_ref = row.get("agent_ref")
