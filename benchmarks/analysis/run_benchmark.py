@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import threading
@@ -40,7 +41,9 @@ print(f"BENCH {time.perf_counter() - started} {code}", file=sys.stderr)
 
 
 def run_cli(inputs: Path, rollouts: Path, extra: list[str]) -> dict[str, float]:
-    """One fresh-process run: wall seconds and peak PSS of the process tree (MiB)."""
+    """One fresh-process run: wall seconds, CPU seconds (user + system of the process and its workers) and
+    peak PSS of the process tree (MiB)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-c", _RUNNER, str(inputs), str(rollouts), *extra],
@@ -59,7 +62,9 @@ def run_cli(inputs: Path, rollouts: Path, extra: list[str]) -> dict[str, float]:
     lines = [line for line in err.splitlines() if line.startswith("BENCH ")]
     if proc.returncode != 0 or not lines or lines[-1].split()[2] != "0":
         raise SystemExit(f"run failed ({proc.returncode}):\n{out}\n{err}")
-    return {"wall_s": wall, "pss_peak_mib": peak[0] / (1 << 20)}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "pss_peak_mib": peak[0] / (1 << 20)}
 
 
 def main() -> None:
@@ -81,8 +86,10 @@ def main() -> None:
         row = {
             "rollouts": args.size,
             "profile_s": round(plain["wall_s"], 2),
+            "profile_cpu_s": round(plain["cpu_s"], 2),
             "profile_pss_mib": round(plain["pss_peak_mib"]),
             "profile_report_s": round(full["wall_s"], 2),
+            "profile_report_cpu_s": round(full["cpu_s"], 2),
             "profile_report_pss_mib": round(full["pss_peak_mib"]),
             "ratio": round(full["wall_s"] / plain["wall_s"], 3),
             "report_mb": round(report.stat().st_size / 1e6, 1),
@@ -90,8 +97,10 @@ def main() -> None:
         }
         results.append(row)
         print(
-            f"{args.size:,} rollouts: profile {row['profile_s']:.2f} s ({row['profile_pss_mib']} MiB), "
-            f"profile --report {row['profile_report_s']:.2f} s ({row['profile_report_pss_mib']} MiB), "
+            f"{args.size:,} rollouts: profile {row['profile_s']:.2f} s wall, "
+            f"{row['profile_cpu_s']:.2f} s CPU "
+            f"({row['profile_pss_mib']} MiB), profile --report {row['profile_report_s']:.2f} s wall, "
+            f"{row['profile_report_cpu_s']:.2f} s CPU ({row['profile_report_pss_mib']} MiB), "
             f"ratio {row['ratio']:.2f}; report {row['report_mb']} MB, "
             f"analysis.json {row['analysis_json_mb']} MB",
             flush=True,

@@ -9,7 +9,8 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
   before anything is written; ``strict=False`` (health-check) turns it into a ``record_unreadable`` finding;
 - writes, each by temp file + rename: ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``,
   ``<stem>_quality_summary.json`` and (``report=True``) ``<stem>_report.html``; ``health_only=True``
-  writes just the two health files; ``scan`` is an already-read rollouts file (``profile --report``).
+  writes just the two health files; ``scan`` is an already-read rollouts file and ``materialized`` the
+  number of materialized rollouts when already known (``profile --report``: the profile counted them).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def analyze_files(
     health_only: bool = False,
     workers: int | None = None,
     scan: Scan | None = None,
+    materialized: int | None = None,
 ) -> AnalyzeResult:
     """Analyze one run and write its files (see module doc)."""
     started = time.perf_counter()
@@ -90,7 +92,7 @@ def analyze_files(
     facts = RunFacts(
         rollouts_path=str(rollouts),
         inputs_path=None if inputs is None else str(inputs),
-        materialized=count_lines(materialized_file),
+        materialized=count_lines(materialized_file) if materialized is None else materialized,
         failure_classes=classes,
         failure_tasks=failure_tasks,
         unreadable=len(scan.unreadable),

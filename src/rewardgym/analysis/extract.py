@@ -44,18 +44,12 @@ Row = tuple[
 ]
 NAN = math.nan
 _MASK = (1 << 64) - 1
+_ABSENT = object()
 
 
 def _number(value: Any) -> float:
     if type(value) is int or type(value) is float:
         return float(value)
-    return NAN
-
-
-def _first(mapping: dict[str, Any], *names: str) -> float:
-    for name in names:
-        if name in mapping:
-            return _number(mapping[name])
     return NAN
 
 
@@ -122,11 +116,23 @@ def extract_row(row: dict[str, Any]) -> Row | str:
     response = row.get("response")
     if type(response) is dict:
         usage = response.get("usage")
-        if type(usage) is dict:
-            tokens_in = _first(usage, "input_tokens", "prompt_tokens")
-            tokens_out = _first(usage, "output_tokens", "completion_tokens")
-            total = _number(usage.get("total_tokens"))
-        cap = _number(response.get("max_output_tokens"))
+        if type(usage) is dict:  # the first present key counts, even when it is null
+            value: Any = usage.get("input_tokens", _ABSENT)
+            if value is _ABSENT:
+                value = usage.get("prompt_tokens")
+            if type(value) is int or type(value) is float:
+                tokens_in = float(value)
+            value = usage.get("output_tokens", _ABSENT)
+            if value is _ABSENT:
+                value = usage.get("completion_tokens")
+            if type(value) is int or type(value) is float:
+                tokens_out = float(value)
+            value = usage.get("total_tokens")
+            if type(value) is int or type(value) is float:
+                total = float(value)
+        value = response.get("max_output_tokens")
+        if type(value) is int or type(value) is float:
+            cap = float(value)
         details = response.get("incomplete_details")
         incomplete = response.get("status") == "incomplete" or (
             type(details) is dict and details.get("reason") in LENGTH_REASONS
@@ -138,25 +144,34 @@ def extract_row(row: dict[str, Any]) -> Row | str:
             if len(output) == 1 and type(output[0]) is dict and output[0].get("type") == "message":
                 content = output[0].get("content")  # the common single-message answer
                 if type(content) is list:
-                    for part in content:
-                        if type(part) is dict:
-                            piece = part.get("text")
-                            if type(piece) is str:
-                                texts.append(piece)
+                    if len(content) == 1 and type(content[0]) is dict:  # ... of one part: no join
+                        piece = content[0].get("text")
+                        if type(piece) is str:
+                            texts = [piece]
+                    else:
+                        for part in content:
+                            if type(part) is dict:
+                                piece = part.get("text")
+                                if type(piece) is str:
+                                    texts.append(piece)
                 elif type(content) is str:
                     texts.append(content)
             else:
                 calls = _texts(output, texts, reasoning)
-            text = "".join(texts)
+            text = texts[0] if len(texts) == 1 else "".join(texts)
             if text and (text[0].isspace() or text[-1].isspace()):  # strip only when needed (a copy)
                 text = text.strip()
             reasoning_chars = sum(len(r.strip()) for r in reasoning)
     if math.isnan(total):  # no total_tokens
         total = tokens_in + tokens_out
-    if math.isnan(cap):
+    if math.isnan(cap):  # no cap on the response: the request's
         params = row.get("responses_create_params")
         if type(params) is dict:
-            cap = _first(params, "max_output_tokens", "max_tokens")
+            value = params.get("max_output_tokens", _ABSENT)
+            if value is _ABSENT:
+                value = params.get("max_tokens")
+            if type(value) is int or type(value) is float:
+                cap = float(value)
     perf = row.get("ng_perf")
     turns = _number(perf.get("num_turns")) if type(perf) is dict else NAN
     agent_ref = row.get("agent_ref")

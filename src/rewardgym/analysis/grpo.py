@@ -19,7 +19,6 @@ A GRPO group of G rollouts of one task gives no gradient when all G rewards are 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import betaln
 
 from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
 
@@ -38,6 +37,8 @@ def binary_tasks(task_starts: IntArray, counted: BoolArray, reward: FloatArray) 
 
 def beta_all_equal(n: IntArray, s: IntArray, group: int) -> FloatArray:
     """E[p^G + (1 − p)^G] under Beta(s + ½, n − s + ½) (NaN where n == 0)."""
+    from scipy.special import betaln  # lazily: scipy takes ~0.4 s to import
+
     a = s + 0.5
     b = n - s + 0.5
     base = betaln(a, b)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
 
@@ -48,6 +47,8 @@ def within_task_ranks(values: FloatArray, task_pos: IntArray) -> FloatArray:
     """Average ranks of ``values`` inside each task, centred on the task's mean rank."""
     if values.shape[0] == 0:
         return np.zeros(0, np.float64)
+    from scipy import stats  # lazily: scipy takes ~0.4 s to import
+
     global_rank = stats.rankdata(values, method="average")
     combined = task_pos.astype(np.float64) * (values.shape[0] + 1) + global_rank
     ranks = stats.rankdata(combined, method="average")
@@ -80,6 +81,8 @@ def _within(tokens: FloatArray, passed: BoolArray, task_pos: IntArray) -> dict[s
     nonzero = diffs[diffs != 0]
     p_value = None
     if nonzero.shape[0] > 0:
+        from scipy import stats  # lazily: scipy takes ~0.4 s to import
+
         p_value = float(stats.wilcoxon(nonzero).pvalue)
     return {
         "tasks": int(diffs.shape[0]),
@@ -93,6 +96,8 @@ def _within(tokens: FloatArray, passed: BoolArray, task_pos: IntArray) -> dict[s
 def _spearman(tokens: FloatArray, reward: FloatArray, task_pos: IntArray) -> dict[str, Any]:
     out: dict[str, Any] = {"pooled": None, "pooled_p": None, "within_task": None, "within_task_tasks": 0}
     if tokens.shape[0] >= 3 and np.ptp(tokens) > 0 and np.ptp(reward) > 0:
+        from scipy import stats  # lazily: scipy takes ~0.4 s to import
+
         result = stats.spearmanr(tokens, reward)
         out["pooled"], out["pooled_p"] = float(result.statistic), float(result.pvalue)
     if tokens.shape[0] == 0:

@@ -10,7 +10,8 @@ Contract of :func:`scan_rollouts`:
   numbers (blank lines are skipped and counted, as NeMo Gym's health check does). The caller decides
   whether that is fatal (``gym eval analyze``) or a finding (``gym eval health-check``);
 - the columns come back sorted by (task, rollout, line);
-- :class:`BackgroundScan` runs the same read in a forked process while the caller does other work.
+- :data:`ROW_HOOK` takes the same columns from the profile's own parse (``gym eval profile --report``:
+  the rollouts are parsed once), and :func:`scan_from_parts` makes the :class:`Scan` of what it returned.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import orjson
 from rewardgym.analysis.columns import RolloutColumns, sorted_columns
 from rewardgym.analysis.extract import extract_row
 from rewardgym.errors import DataError
+from rewardgym.profile.read.chunks import RowHook
 
 PARALLEL_FROM = 64 << 20
 """Files at least this large are read by worker processes."""
@@ -136,6 +138,36 @@ def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     return out
 
 
+def _finish_rows(rows: list[Any], offsets: list[int]) -> dict[str, Any]:
+    """A chunk part (as :func:`_scan_range` returns) of the rows the profile's reader extracted: each of
+    its rows is one line of the chunk (the profile stops a chunk at a blank or malformed line)."""
+    offset = np.array(offsets, np.int64)
+    bad = [(index + 1, fields) for index, fields in enumerate(rows) if isinstance(fields, str)]
+    kept = np.arange(len(rows), dtype=np.int64)
+    if bad:  # a key problem: the profile reports it too, on the same line
+        drop = np.array([line - 1 for line, _ in bad], np.int64)
+        kept = np.delete(kept, drop)
+        rows = [rows[i] for i in kept.tolist()]
+    enabled = gc.isenabled()
+    gc.disable()  # see _scan_range
+    try:
+        arrays = _to_arrays(rows)
+    finally:
+        if enabled:
+            gc.enable()
+    return {"rows": arrays, "line": kept + 1, "offset": offset[kept], "bad": bad, "blank": 0,
+            "lines": len(offsets)}  # fmt: skip
+
+
+ROW_HOOK = RowHook(per_row=extract_row, finish=_finish_rows)
+"""The analysis columns from the profile's parse of the rollouts (``profile_files(row_hook=...)``)."""
+
+
+def scan_from_parts(path: Path, parts: tuple[Any, ...] | list[Any]) -> Scan:
+    """The :class:`Scan` of ``path`` from the parts :data:`ROW_HOOK` made of its chunks, in file order."""
+    return _scan(path, list(parts))
+
+
 def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int, str]], int]:
     base = 0
     names: list[str] = []
@@ -204,34 +236,3 @@ def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
         with context.Pool(min(cores, len(ranges))) as pool:
             parts = pool.starmap(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
     return _scan(path, parts)
-
-
-class BackgroundScan:
-    """:func:`scan_rollouts` in forked processes (one per core), started now and collected later.
-
-    ``gym eval profile --report`` starts it before profiling, so the analysis read shares the cores with
-    the profiler — which leaves one mostly idle while it merges and writes — instead of following it; once
-    the profile is done the readers have both cores. (Niced readers were tried: on a shared machine they
-    lose to every other job and finish later.) :meth:`result` returns the scan (re-raising its error);
-    :meth:`cancel` stops it.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        size = _file_size(path)
-        cores = max(1, os.cpu_count() or 1)
-        ranges = _ranges(path, size, max(cores * 4, size // RANGE_BYTES)) if size else [(0, 0)]
-        self._pool = multiprocessing.get_context("fork").Pool(cores)
-        self._job = self._pool.starmap_async(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
-
-    def result(self) -> Scan:
-        try:
-            parts: list[dict[str, Any]] = self._job.get()
-        finally:
-            self._pool.close()
-            self._pool.join()
-        return _scan(self._path, parts)
-
-    def cancel(self) -> None:
-        self._pool.terminate()
-        self._pool.join()

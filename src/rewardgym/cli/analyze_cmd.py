@@ -109,9 +109,11 @@ def print_result(result: AnalyzeResult) -> None:
         console.print(f"Wrote {path}", markup=False)
 
 
-def report_after_profile(inputs: Path, rollouts: Path, scan: Scan | None = None) -> None:
+def report_after_profile(
+    inputs: Path, rollouts: Path, scan: Scan | None = None, materialized: int | None = None
+) -> None:
     """``gym eval profile --report``: analyze the profiled run with default settings and print it."""
-    print_result(analyze_files(inputs, rollouts, scan=scan))
+    print_result(analyze_files(inputs, rollouts, scan=scan, materialized=materialized))
 
 
 def health_after_run(rollouts: Path) -> None:

@@ -9,7 +9,10 @@ Contract:
   Before reading, an output that is one of the two inputs (path, symbolic or hard link) or exists as
   anything but a regular file is refused, and the temp files and spools of killed earlier runs are
   removed (see :mod:`rewardgym.io.outputs`). An inputs file without rows, or a rollouts file without
-  rollouts, is an error: there is nothing to profile.
+  rollouts, is an error: there is nothing to profile. ``row_hook`` (a
+  :class:`~rewardgym.profile.read.chunks.RowHook`) lets a caller take its own fields from the same parse
+  of the rollouts (:attr:`ProfileResult.row_parts`); ``while_reading`` runs in this process while the
+  workers read.
 - :func:`profile_rows(rows, results, allow_partial=False)` runs the same profiler on lists of dicts
   (materialized-input rows and rollout/verify results), writes nothing, and returns the per-task rows
   too — exactly the objects the file would hold.
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +42,7 @@ from rewardgym.io.outputs import guard_outputs, remove_stale
 from rewardgym.profile.compute.align import CompletionSummary
 from rewardgym.profile.compute.profiler import Profile, build_profile, prepare_profile
 from rewardgym.profile.compute.report import TaskSummary, task_summary
-from rewardgym.profile.read.chunks import InputChunk, ResultChunk
+from rewardgym.profile.read.chunks import InputChunk, ResultChunk, RowHook
 from rewardgym.profile.read.columns import InputColumns, ResultColumns, merge_inputs, merge_results
 from rewardgym.profile.read.extract import ROLLOUT_INDEX, TASK_INDEX
 from rewardgym.profile.read.magnitude import check_magnitudes
@@ -75,6 +78,8 @@ class ProfileResult:
     """Wall time of the run."""
     profile: Profile | None = field(default=None, repr=False)
     """The columnar statistics behind the outputs, for further analysis."""
+    row_parts: tuple[Any, ...] = field(default=(), repr=False)
+    """What ``profile_files``'s ``row_hook`` made of each rollouts chunk, in file order."""
 
 
 def profile_files(
@@ -84,6 +89,8 @@ def profile_files(
     *,
     tuning: Tuning | None = None,
     allow_non_numeric_rewards: bool = False,
+    row_hook: RowHook | None = None,
+    while_reading: Callable[[], object] | None = None,
 ) -> ProfileResult:
     """Profile ``rollouts`` against ``inputs`` and write the three output files (see module doc)."""
     started = time.perf_counter()
@@ -98,7 +105,12 @@ def profile_files(
     remove_stale(paths.reward_profiling.parent)  # temp files of a killed run (their owner is gone)
     remove_stale_spools()
     input_columns, result_columns = read_files(
-        inputs_path, rollouts_path, tuning, allow_non_numeric_rewards=allow_non_numeric_rewards
+        inputs_path,
+        rollouts_path,
+        tuning,
+        allow_non_numeric_rewards=allow_non_numeric_rewards,
+        row_hook=row_hook,
+        while_reading=while_reading,
     )
     if len(input_columns.task) == 0:
         raise DataError(f"'{inputs_path}' (--inputs) holds no rows: there is nothing to profile")
@@ -127,6 +139,7 @@ def profile_files(
         paths=paths,
         seconds=time.perf_counter() - started,
         profile=profile,
+        row_parts=result_columns.extras,
     )
 
 

@@ -8,15 +8,18 @@ Contract:
   reports how many lines it owns; the caller turns chunk-local line numbers into file line numbers.
 - The first bad line stops a chunk and is returned as a :class:`LineError` (never raised), so the caller
   can report the first bad line of the file with its true line number.
+- A :class:`RowHook` lets a caller above the profile (``gym eval profile --report``) take its own fields
+  from the same parse: ``per_row`` sees every parsed row of a rollouts chunk, ``finish`` turns what it
+  returned (and the rows' byte offsets) into the chunk's compact :attr:`ResultChunk.extra`, in the worker.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -76,6 +79,24 @@ class ResultChunk:
     with_outcome: int = 0
     """Rows that carry ``response`` or ``reward`` (a rollouts file has some; a materialized one has none)."""
     error: LineError | None = None
+    extra: Any = None
+    """What a :class:`RowHook`'s ``finish`` made of the chunk's rows (None without a hook)."""
+
+
+@dataclass(frozen=True)
+class RowHook:
+    """Extra per-row work in the rollouts reader, passed in by a caller above the profile.
+
+    Both must be module-level functions (the hook travels to the forked workers with each job).
+    ``per_row(row)`` is called with every parsed JSON object of the chunk, in file order, before the
+    profile's own checks; ``finish(values, offsets)`` gets the list of its results and the byte offsets of
+    their lines, and returns the chunk's :attr:`ResultChunk.extra` (keep it compact: numpy arrays, not
+    per-row objects, since it is pickled back from the worker). A chunk with a bad line is reported as an
+    error, so its ``extra`` is never used.
+    """
+
+    per_row: Callable[[dict[str, Any]], Any]
+    finish: Callable[[list[Any], list[int]], Any]
 
 
 @contextlib.contextmanager

@@ -72,6 +72,8 @@ class ResultColumns:
     """All records, back to back."""
     with_outcome: int
     """Rows that carry ``response`` or ``reward``."""
+    extras: tuple[Any, ...] = ()
+    """Each chunk's :attr:`~rewardgym.profile.read.chunks.ResultChunk.extra`, in file order (a row hook's)."""
 
 
 def _remap(local: npt.NDArray[np.int32], table: npt.NDArray[np.int64]) -> IntArray:
@@ -177,6 +179,7 @@ class ResultMerger(_Merger):
         self._infos_size = 0
         self.with_outcome = 0
         """Rows with ``response`` or ``reward`` so far."""
+        self._extras: list[Any] = []
 
     def add(self, chunk: ResultChunk, span: int = 0) -> None:
         scale = self.expect(len(chunk.task), span)
@@ -209,6 +212,8 @@ class ResultMerger(_Merger):
         self._infos[base:end] = chunk.infos
         self._infos_size = end
         self.with_outcome += chunk.with_outcome
+        if chunk.extra is not None:
+            self._extras.append(chunk.extra)
         self.add_rows(chunk)
 
     def result(self) -> ResultColumns:
@@ -219,6 +224,7 @@ class ResultMerger(_Merger):
             values=self._values.array(),
             infos=self._infos,  # records end at ``info_end``; the room after the last one is unused
             with_outcome=self.with_outcome,
+            extras=tuple(self._extras),
             **c,
         )
 

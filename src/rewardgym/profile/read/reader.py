@@ -18,7 +18,9 @@ Contract of :func:`read_files`:
   ``allow_non_numeric_rewards``) is reported as ``<path>:<line>: …`` whichever process read it — the
   inputs file first;
 - a non-empty rollouts file none of whose rows has ``response`` or ``reward`` is rejected as a
-  materialized-inputs file given as ``--rollouts``.
+  materialized-inputs file given as ``--rollouts``;
+- ``row_hook`` (see :class:`~rewardgym.profile.read.chunks.RowHook`) runs in the rollouts reader, on
+  every row of the same parse; what it made of each chunk comes back as ``ResultColumns.extras``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
 from rewardgym.io.oserrors import writing
 from rewardgym.io.outputs import make_temp_dir, remove_stale
-from rewardgym.profile.read.chunks import InputChunk, LineError, ResultChunk
+from rewardgym.profile.read.chunks import InputChunk, LineError, ResultChunk, RowHook
 from rewardgym.profile.read.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
 from rewardgym.profile.read.scan_inputs import scan_inputs
 from rewardgym.profile.read.scan_results import scan_results
@@ -106,12 +108,13 @@ def _scan_all(
     workers: int,
     while_reading: Callable[[], object] | None,
     allow_non_numeric_rewards: bool,
+    row_hook: RowHook | None = None,
 ) -> tuple[InputMerger, ResultMerger]:
-    scan_rollouts = (
-        functools.partial(scan_results, allow_non_numeric_rewards=True)
-        if allow_non_numeric_rewards
-        else scan_results
-    )
+    scan_rollouts: Callable[[str, int, int], ResultChunk] = scan_results
+    if allow_non_numeric_rewards or row_hook is not None:
+        scan_rollouts = functools.partial(
+            scan_results, allow_non_numeric_rewards=allow_non_numeric_rewards, row_hook=row_hook
+        )
     input_merger = InputMerger(input_ranges[-1][1])
     result_merger = ResultMerger(result_ranges[-1][1])
     if workers <= 1:
@@ -250,9 +253,11 @@ def read_files(
     *,
     while_reading: Callable[[], object] | None = None,
     allow_non_numeric_rewards: bool = False,
+    row_hook: RowHook | None = None,
 ) -> tuple[InputColumns, ResultColumns]:
     """Columns of both files (see module doc); ``while_reading`` runs in this process meanwhile.
-    A measured rollout whose ``reward`` is not a number is a bad line unless ``allow_non_numeric_rewards``."""
+    A measured rollout whose ``reward`` is not a number is a bad line unless ``allow_non_numeric_rewards``;
+    ``row_hook`` also runs on every rollout row (its parts come back as ``ResultColumns.extras``)."""
     tuning = tuning or Tuning()
     input_size = check_readable(inputs, "--inputs")
     result_size = check_readable(rollouts, "--rollouts")
@@ -269,6 +274,7 @@ def read_files(
         count,
         while_reading,
         allow_non_numeric_rewards,
+        row_hook,
     )
     if result_merger.rows and not result_merger.with_outcome:
         raise DataError(

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from rewardgym.profile.read.chunks import LineError, ResultChunk, first_line_start, gc_paused
+from rewardgym.profile.read.chunks import LineError, ResultChunk, RowHook, first_line_start, gc_paused
 from rewardgym.profile.read.extract import (
     NUMERIC_TYPES,
     REWARD,
@@ -106,9 +106,17 @@ def _key(row: dict[str, Any], line: int, raw: bytes) -> tuple[int, int] | LineEr
     return LineError(line, raw, key.message) if isinstance(key, KeyProblem) else key
 
 
-def scan_results(path: str, start: int, end: int, allow_non_numeric_rewards: bool = False) -> ResultChunk:
-    """Read the rollout rows that begin in ``[start, end)`` of ``path``."""
+def scan_results(
+    path: str, start: int, end: int, allow_non_numeric_rewards: bool = False, row_hook: RowHook | None = None
+) -> ResultChunk:
+    """Read the rollout rows that begin in ``[start, end)`` of ``path`` (``row_hook``: see
+    :class:`~rewardgym.profile.read.chunks.RowHook`)."""
     check_reward = not allow_non_numeric_rewards
+    hook = None if row_hook is None else row_hook.per_row
+    hooked: list[Any] = []
+    hooked_append = hooked.append
+    offsets: list[int] = []
+    offsets_append = offsets.append
     out = _Output()
     tasks_append, rollouts_append, shapes_append = out.tasks.append, out.rollouts.append, out.shapes.append
     values_extend, ends_append, infos = out.values.extend, out.info_ends.append, out.infos
@@ -137,6 +145,9 @@ def scan_results(path: str, start: int, end: int, allow_non_numeric_rewards: boo
                 if type(row) is not dict:
                     error = LineError(count, line)
                     break
+                if hook is not None:  # the one test the loop pays without a hook
+                    hooked_append(hook(row))
+                    offsets_append(position - len(line))
                 if fast is not None and fast(row):
                     continue  # the previous row's layout: the compiled plan did all of the row's work
                 task = row.get(TASK_INDEX)
@@ -192,7 +203,10 @@ def scan_results(path: str, start: int, end: int, allow_non_numeric_rewards: boo
                 infos += info
                 ends_append(len(infos))
     out.with_outcome = with_outcome
-    return out.build(count, error)
+    chunk = out.build(count, error)
+    if row_hook is not None and chunk.error is None:
+        chunk.extra = row_hook.finish(hooked, offsets)
+    return chunk
 
 
 def results_from_rows(rows: Iterable[Any], allow_non_numeric_rewards: bool = False) -> ResultChunk:
