@@ -161,7 +161,8 @@ def extract_row(row: dict[str, Any]) -> Row | str:
             text = texts[0] if len(texts) == 1 else "".join(texts)
             if text and (text[0].isspace() or text[-1].isspace()):  # strip only when needed (a copy)
                 text = text.strip()
-            reasoning_chars = sum(len(r.strip()) for r in reasoning)
+            if reasoning:  # no generator for the common answer without reasoning
+                reasoning_chars = sum(len(r.strip()) for r in reasoning)
     if math.isnan(total):  # no total_tokens
         total = tokens_in + tokens_out
     if math.isnan(cap):  # no cap on the response: the request's

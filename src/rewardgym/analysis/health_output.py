@@ -24,6 +24,7 @@ _HEALTHY = (
     b'{"_ng_task_index":%d,"_ng_rollout_index":%d,"rollout_id":"%d-%d",'
     b'"verdict":"healthy","findings":[],"unobserved":[]}\n'
 )
+_BLOCK = 16384
 
 
 def _verdict_row(columns: RolloutColumns, health: Health, i: int) -> bytes:
@@ -54,15 +55,19 @@ def write_verdicts(
 ) -> None:
     """One verdict row per rollout line (see module doc)."""
     bad = health.unhealthy
-    task, rollout = columns.task.tolist(), columns.rollout.tolist()
     with atomic_writer(path) as handle:
         batch: list[bytes] = []
         previous = 0
-        # Healthy rows between two unhealthy ones are written from a template, a run at a time.
+        # Healthy rows between two unhealthy ones are written from a template, a run at a time: one
+        # ``%`` of the template repeated over a block's interleaved (task, rollout, task, rollout) numbers
+        # costs a third less than one ``%`` per row.
         for i in [*np.flatnonzero(bad).tolist(), len(columns)]:
-            for low in range(previous, i, 65536):
-                pairs = zip(task[low : min(i, low + 65536)], rollout[low : min(i, low + 65536)], strict=True)
-                handle.write(b"".join([_HEALTHY % (t, r, t, r) for t, r in pairs]))
+            for low in range(previous, i, _BLOCK):
+                high = min(i, low + _BLOCK)
+                block = np.empty((high - low, 4), np.int64)
+                block[:, 0] = block[:, 2] = columns.task[low:high]
+                block[:, 1] = block[:, 3] = columns.rollout[low:high]
+                handle.write((_HEALTHY * (high - low)) % tuple(block.ravel().tolist()))
             if i < len(columns):
                 handle.write(_verdict_row(columns, health, i))  # the handle buffers
             previous = i + 1
@@ -154,23 +159,38 @@ class TaskEntries(list[tuple[str, int, int, int, list[str]]]):
 def _task_entries(
     columns: RolloutColumns, health: Health, bad: np.ndarray
 ) -> list[tuple[str, int, int, int, list[str]]]:
-    rows: dict[int, tuple[str, int, int, int, list[str]]] = {}
-    if health.task_ids.shape[0]:
+    # Built column-wise and zipped in C: a Python dict of 250,000 tuples cost a quarter of a second.
+    # The failure-only tasks are disjoint from ``task_ids`` (see health.py), so every key is unique and
+    # numpy's sort of the decimal strings (code point order) is the order Python's ``sorted`` gives.
+    n_tasks = health.task_ids.shape[0]
+    ids = np.concatenate((health.task_ids, health.failure_tasks)).astype(np.int64)
+    if ids.shape[0] == 0:
+        return []
+    repeats = np.zeros(ids.shape[0], np.int64)
+    sick = np.zeros(ids.shape[0], np.int64)
+    none: list[str] = []
+    flags: list[list[str]] = [none] * n_tasks
+    flags += [["task_no_successful_model_calls"] for _ in range(ids.shape[0] - n_tasks)]
+    if n_tasks:
         starts = np.flatnonzero(np.concatenate(([True], columns.task[1:] != columns.task[:-1])))
-        repeats = np.diff(np.append(starts, len(columns))).tolist()
-        sick = np.add.reduceat(bad.astype(np.int64), starts).tolist()
-        flagged: dict[int, list[str]] = {}
+        repeats[:n_tasks] = np.diff(np.append(starts, len(columns)))
+        sick[:n_tasks] = np.add.reduceat(bad.astype(np.int64), starts)
         for check in TASK_CHECKS:
             for k in np.flatnonzero(health.task_flags[check]).tolist():
-                flagged.setdefault(k, []).append(check)
-        none: list[str] = []
-        rows = {
-            t: (str(t), n, n - s, s, flagged.get(k, none))
-            for k, (t, n, s) in enumerate(zip(health.task_ids.tolist(), repeats, sick, strict=True))
-        }
-    for t in health.failure_tasks.tolist():
-        rows.setdefault(t, (str(t), 0, 0, 0, ["task_no_successful_model_calls"]))
-    return sorted(rows.values())
+                flags[k] = [*flags[k], check]
+    keys = ids.astype(str)
+    order = np.argsort(keys, kind="stable")
+    picked = order.tolist()
+    return list(
+        zip(
+            keys[order].tolist(),
+            repeats[order].tolist(),
+            (repeats - sick)[order].tolist(),
+            sick[order].tolist(),
+            [flags[k] for k in picked],
+            strict=True,
+        )
+    )
 
 
 _ENTRY = (
