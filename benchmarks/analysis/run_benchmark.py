@@ -18,17 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "profile"))
 
 from generate import generate  # noqa: E402
-from run_benchmark import _sample_tree  # noqa: E402
+from run_benchmark import run_sampled  # noqa: E402
 
 REPEATS = 4
 _RUNNER = """
@@ -44,27 +41,14 @@ def run_cli(inputs: Path, rollouts: Path, extra: list[str]) -> dict[str, float]:
     """One fresh-process run: wall seconds, CPU seconds (user + system of the process and its workers) and
     peak PSS of the process tree (MiB)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _RUNNER, str(inputs), str(rollouts), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    out, err, wall, peak, line = run_sampled(
+        [sys.executable, "-c", _RUNNER, str(inputs), str(rollouts), *extra]
     )
-    stop = threading.Event()
-    peak = [0]
-    sampler = threading.Thread(target=_sample_tree, args=(proc.pid, stop, peak), daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    wall = time.perf_counter() - started
-    stop.set()
-    sampler.join()
-    lines = [line for line in err.splitlines() if line.startswith("BENCH ")]
-    if proc.returncode != 0 or not lines or lines[-1].split()[2] != "0":
-        raise SystemExit(f"run failed ({proc.returncode}):\n{out}\n{err}")
+    if line.split()[2] != "0":
+        raise SystemExit(f"run failed:\n{out}\n{err}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "pss_peak_mib": peak[0] / (1 << 20)}
+    return {"wall_s": wall, "cpu_s": cpu, "pss_peak_mib": peak / (1 << 20)}
 
 
 def main() -> None:

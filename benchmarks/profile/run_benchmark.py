@@ -90,27 +90,29 @@ def _sample_tree(pid: int, stop: threading.Event, peak: list[int]) -> None:
         time.sleep(0.05)
 
 
-def profile_run(inputs: Path, rollouts: Path) -> dict[str, float]:
-    """Run the CLI in a fresh interpreter; wall time and RSS figures."""
+def run_sampled(argv: list[str]) -> tuple[str, str, float, int, str]:
+    """Run ``argv`` in a fresh process while sampling the summed PSS of its process tree: (stdout, stderr,
+    wall seconds, peak PSS bytes, the last ``BENCH …`` line of stderr); a run without one is an error."""
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _RUNNER, str(inputs), str(rollouts)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stop = threading.Event()
     peak = [0]
     sampler = threading.Thread(target=_sample_tree, args=(proc.pid, stop, peak), daemon=True)
     sampler.start()
     out, err = proc.communicate()
-    outer = time.perf_counter() - started
+    wall = time.perf_counter() - started
     stop.set()
     sampler.join()
     lines = [line for line in err.splitlines() if line.startswith("BENCH ")]
     if proc.returncode != 0 or not lines:
-        raise SystemExit(f"profile failed ({proc.returncode}):\n{out}\n{err}")
-    _, wall, own, kids, code, cpu = lines[-1].split()
+        raise SystemExit(f"run failed ({proc.returncode}):\n{out}\n{err}")
+    return out, err, wall, peak[0], lines[-1]
+
+
+def profile_run(inputs: Path, rollouts: Path) -> dict[str, float]:
+    """Run the CLI in a fresh interpreter; wall time and RSS figures."""
+    out, err, outer, peak, line = run_sampled([sys.executable, "-c", _RUNNER, str(inputs), str(rollouts)])
+    _, wall, own, kids, code, cpu = line.split()
     if int(code) != 0:
         raise SystemExit(f"profile exited {code}:\n{out}\n{err}")
     return {
@@ -119,7 +121,7 @@ def profile_run(inputs: Path, rollouts: Path) -> dict[str, float]:
         "cpu_s": float(cpu),
         "rss_profiler_mib": int(own) / 1024,
         "rss_largest_worker_mib": int(kids) / 1024,
-        "pss_tree_peak_mib": peak[0] / (1 << 20),
+        "pss_tree_peak_mib": peak / (1 << 20),
     }
 
 

@@ -25,6 +25,7 @@ from rewardgym.analysis.api import AnalyzeResult, analyze_files
 from rewardgym.analysis.document import Settings
 from rewardgym.analysis.scan import Scan
 from rewardgym.cli.main import eval_app
+from rewardgym.cli.run_files import OptionalInputsOpt, RolloutsOpt
 from rewardgym.errors import UsageError
 
 
@@ -154,10 +155,8 @@ RewardRangeOpt = Annotated[
     "report, written next to the rollouts.",
 )
 def analyze_command(
-    rollouts: Annotated[Path, typer.Option("--rollouts", help="Rollouts JSONL written by 'gym eval run'.")],
-    inputs: Annotated[
-        Path | None, typer.Option("--inputs", help="Materialized inputs (<stem>_materialized_inputs.jsonl).")
-    ] = None,
+    rollouts: RolloutsOpt,
+    inputs: OptionalInputsOpt = None,
     pass_threshold: Annotated[
         float, typer.Option("--pass-threshold", help="A rollout passes when reward >= this.")
     ] = 1.0,

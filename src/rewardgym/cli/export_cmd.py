@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from rewardgym.cli.main import eval_app
+from rewardgym.cli.run_files import OptionalInputsOpt, RolloutsOpt
 from rewardgym.export.api import Format, export_files
 
 
@@ -24,10 +25,8 @@ from rewardgym.export.api import Format, export_files
     "tables (for pandas, polars, DuckDB…), next to the rollouts.",
 )
 def export_command(
-    rollouts: Annotated[Path, typer.Option("--rollouts", help="Rollouts JSONL written by 'gym eval run'.")],
-    inputs: Annotated[
-        Path | None, typer.Option("--inputs", help="Materialized inputs (<stem>_materialized_inputs.jsonl).")
-    ] = None,
+    rollouts: RolloutsOpt,
+    inputs: OptionalInputsOpt = None,
     fmt: Annotated[Format, typer.Option("--format", help="Table file format.")] = Format.PARQUET,
     out: Annotated[
         Path | None, typer.Option("--out", help="Folder for the tables (default: beside the rollouts).")

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.run_files import INPUTS_HELP, ROLLOUTS_HELP
 from rewardgym.errors import UsageError
 from rewardgym.profile import BAND_LABELS, ProfileResult, profile_files, summary_lines
 
@@ -112,10 +113,8 @@ def _print_summary(result: ProfileResult, seconds: float) -> None:
 )
 def profile_command(
     ctx: typer.Context,
-    inputs: Annotated[
-        str, typer.Option("--inputs", help="Materialized inputs (<stem>_materialized_inputs.jsonl).")
-    ],
-    rollouts: Annotated[str, typer.Option("--rollouts", help="Rollouts JSONL written by 'gym eval run'.")],
+    inputs: Annotated[str, typer.Option("--inputs", help=INPUTS_HELP)],
+    rollouts: Annotated[str, typer.Option("--rollouts", help=ROLLOUTS_HELP)],
     allow_partial_rollouts: Annotated[
         bool,
         typer.Option(
