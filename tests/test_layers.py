@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("collect",),
     ("analysis",),
     ("export",),  # tables of a run's files for pandas / polars / DuckDB (reads with the analysis reader)
+    ("dataset",),  # profiles into training data, on the analysis' per-task numbers (gym data select)
     ("cli",),
     ("__main__",),
 )

@@ -40,9 +40,11 @@ eval_app = typer.Typer(
     help="Collect rollouts, profile, analyze and export them, aggregate and reverify.", no_args_is_help=True
 )
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
+data_app = typer.Typer(help="Turn reward profiles into training data.", no_args_is_help=True)
 app.add_typer(env_app, name="env")
 app.add_typer(eval_app, name="eval")
 app.add_typer(config_app, name="config")
+app.add_typer(data_app, name="data")
 
 # Command modules, imported for their registration side effect. A module that does not exist yet is
 # skipped, so the CLI grows as features land without this list being a source of breakage.
@@ -57,6 +59,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.envnew_cmd",
     "rewardgym.cli.analyze_cmd",
     "rewardgym.cli.export_cmd",
+    "rewardgym.cli.data_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -72,6 +75,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.envnew_cmd": "env",
     "rewardgym.cli.analyze_cmd": "eval",
     "rewardgym.cli.export_cmd": "eval",
+    "rewardgym.cli.data_cmd": "data",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -83,6 +87,7 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.envnew_cmd": {"new"},
     "rewardgym.cli.analyze_cmd": {"analyze", "health-check"},
     "rewardgym.cli.export_cmd": {"export"},
+    "rewardgym.cli.data_cmd": {"select"},
 }
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
 

@@ -1,0 +1,235 @@
+"""``gym data select`` as functions: write a dataset and its manifest; verify a dataset against one.
+
+Contract:
+
+- :func:`select_files` checks every output before reading anything (an output that is an input, or
+  exists as something other than a regular file, is refused: :func:`rewardgym.io.outputs.guard_outputs`),
+  builds the dataset in memory (:func:`rewardgym.dataset.build.build`) — so bad input writes nothing —
+  then writes the dataset and then ``<out>.manifest.json`` (``out`` without ``.jsonl``), each by temp file
+  + fsync + rename. A crash between the two renames leaves a dataset its old manifest does not match,
+  which :func:`check_manifest` reports.
+- The manifest (:data:`SCHEMA_VERSION` 1) records the command (canonical, rebuilt from the options), the
+  rewardgym version, the time (UTC), each input's path (relative to the manifest's folder) and sha256,
+  the dataset's path, sha256 and row count, every setting and the seed, and the counts per band, per
+  domain and per drop reason, and per stage.
+- :func:`check_manifest` re-hashes the inputs, rebuilds the dataset from the recorded inputs and
+  settings, and compares it with the recorded hash and with the dataset file; it returns every problem
+  found (empty: the dataset is exactly what its manifest says).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rewardgym.dataset.build import Built, build
+from rewardgym.dataset.options import SelectOptions, options_from_dict
+from rewardgym.dataset.sources import Source, resolve_source
+from rewardgym.errors import DataError
+from rewardgym.io.outputs import atomic_write_bytes, guard_outputs
+
+SCHEMA_VERSION = 1
+KIND = "rewardgym.data.select"
+
+
+def manifest_path(output: Path) -> Path:
+    stem = output.name[: -len(".jsonl")] if output.name.endswith(".jsonl") else output.name
+    return output.with_name(stem + ".manifest.json")
+
+
+def _relative(path: Path, folder: Path) -> str:
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(folder))
+
+
+def command_line(sources: list[Path], output: Path, options: SelectOptions) -> str:
+    """The ``gym data select`` command that gives these options (defaults left out)."""
+    import shlex
+
+    words = ["gym", "data", "select", *map(str, sources), "--output", str(output)]
+    for name, value in options.as_dict().items():
+        default = getattr(SelectOptions(), name)
+        flag = "--" + name.replace("_", "-")
+        if value == default or (name == "bands" and not value):
+            continue
+        if isinstance(value, bool):
+            words.append(flag)
+        elif name == "bands":
+            for band in value:
+                words += ["--band", band]
+        else:
+            words += [flag, str(value)]
+    return shlex.join(words)
+
+
+def _manifest(
+    built: Built, sources: list[Source], output: Path, where: Path, options: SelectOptions, command: str
+) -> dict[str, Any]:
+    import rewardgym
+
+    folder = where.parent
+    role = {s.profile: "profile" for s in sources} | {s.health: "health" for s in sources if s.health}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "command": command,
+        "rewardgym_version": rewardgym.__version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "output": {
+            "path": _relative(output, folder),
+            "sha256": hashlib.sha256(built.data).hexdigest(),
+            "rows": built.rows,
+            "bytes": len(built.data),
+        },
+        "inputs": [
+            {"role": role[path], "path": _relative(path, folder), "sha256": digest}
+            for path, digest in built.read.hashes.items()
+        ],
+        "sources": [
+            {
+                "profile": _relative(s.profile, folder),
+                "health": None if s.health is None else _relative(s.health, folder),
+            }
+            for s in sources
+        ],
+        "seed": options.seed,
+        "settings": options.as_dict(),
+        "counts": built.counts,
+        "stages": built.stages,
+    }
+
+
+@dataclass(frozen=True)
+class Written:
+    output: Path
+    manifest: Path
+    built: Built
+
+
+def select_files(
+    paths: list[Path], output: Path, options: SelectOptions, manifest: Path | None = None
+) -> Written:
+    """Write the dataset and its manifest (see module doc)."""
+    options.validate()
+    where = manifest or manifest_path(output)
+    sources = [resolve_source(path) for path in paths]
+    inputs: list[tuple[Path | None, str]] = []
+    for source in sources:
+        inputs += [(source.profile, "profile"), (source.health, "health")]
+    guard_outputs([(output, "--output"), (where, "manifest")], inputs)
+    if os.path.abspath(output) == os.path.abspath(where):
+        raise DataError(f"the manifest would overwrite the dataset '{output}'; choose another --manifest")
+    built = build(sources, options)
+    document = _manifest(built, sources, output, where, options, command_line(paths, output, options))
+    atomic_write_bytes(output, built.data)
+    atomic_write_bytes(where, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    return Written(output, where, built)
+
+
+def _sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        document = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise DataError(f"manifest cannot be read: '{path}': {exc.strerror}") from None
+    except orjson.JSONDecodeError as exc:
+        raise DataError(f"{path}: not JSON ({exc.msg})") from None
+    if not isinstance(document, dict) or document.get("kind") != KIND:
+        raise DataError(f"{path}: not a manifest of 'gym data select'")
+    if document.get("schema_version") != SCHEMA_VERSION:
+        raise DataError(
+            f"{path}: manifest schema version {document.get('schema_version')!r} is not supported"
+        )
+    if not _shaped(document):
+        raise DataError(f"{path}: the manifest is damaged (output, inputs, sources or settings malformed)")
+    return document
+
+
+def _shaped(document: dict[str, Any]) -> bool:
+    """Whether every part :func:`check_manifest` reads has the shape it expects."""
+    output, inputs, sources = document.get("output"), document.get("inputs"), document.get("sources")
+
+    def texts(entry: dict[str, Any], names: tuple[str, ...]) -> bool:
+        return all(isinstance(entry.get(n), str) for n in names)
+
+    return (
+        isinstance(output, dict)
+        and texts(output, ("path", "sha256"))
+        and isinstance(inputs, list)
+        and all(isinstance(e, dict) and texts(e, ("role", "path", "sha256")) for e in inputs)
+        and isinstance(sources, list)
+        and all(
+            isinstance(s, dict)
+            and isinstance(s.get("profile"), str)
+            and isinstance(s.get("health"), str | None)
+            for s in sources
+        )
+        and isinstance(document.get("settings"), dict)
+    )
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    problems: list[str]
+    dataset: Path
+    rows: int
+    inputs: int
+
+
+def check_manifest(path: Path) -> CheckResult:
+    """Verify a dataset against its manifest (see module doc)."""
+    import rewardgym
+
+    document = read_manifest(path)
+    folder = path.parent
+    problems: list[str] = []
+    for entry in document["inputs"]:
+        source = folder / entry["path"]
+        now = _sha256(source)
+        if now is None:
+            problems.append(f"input {entry['role']} '{source}' is missing or unreadable")
+        elif now != entry["sha256"]:
+            problems.append(
+                f"input {entry['role']} '{source}' changed since the dataset was built "
+                f"(sha256 recorded {entry['sha256'][:12]}…, now {now[:12]}…)"
+            )
+    dataset = folder / document["output"]["path"]
+    recorded = document["output"]["sha256"]
+    actual = _sha256(dataset)
+    if actual is None:
+        problems.append(f"dataset '{dataset}' is missing or unreadable")
+    elif actual != recorded:
+        problems.append(
+            f"dataset '{dataset}' differs from its manifest (sha256 recorded {recorded[:12]}…, "
+            f"file {actual[:12]}…)"
+        )
+    if not problems:  # inputs as recorded: the rebuild must give the same bytes
+        sources = [
+            Source(folder / s["profile"], None if s["health"] is None else folder / s["health"])
+            for s in document["sources"]
+        ]
+        rebuilt = build(sources, options_from_dict(document["settings"]))
+        digest = hashlib.sha256(rebuilt.data).hexdigest()
+        if digest != recorded:
+            version = document.get("rewardgym_version")
+            problems.append(
+                f"rebuilding from the recorded inputs and settings gives a different dataset "
+                f"(sha256 {digest[:12]}…, recorded {recorded[:12]}…; built by rewardgym {version}, "
+                f"this is {rewardgym.__version__})"
+            )
+    return CheckResult(problems, dataset, int(document["output"].get("rows", 0)), len(document["inputs"]))

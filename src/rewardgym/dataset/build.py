@@ -1,0 +1,181 @@
+"""From sources and options to the dataset's bytes and the counts of its manifest (no writing).
+
+Contract of :func:`build`: reads the sources (:func:`rewardgym.dataset.sources.read_tasks`), computes
+per task the analysis' numbers — pass rate, 95 % Jeffreys interval, band, settled (the functions of
+:mod:`rewardgym.analysis.uncertainty`, with ``settle_epsilon``) —, selects and orders
+(:func:`rewardgym.dataset.select.select_indices`) and returns the dataset as bytes: one compact JSON
+row per line, the training row in its original key order, plus ``options.annotate`` when set. The same
+sources and options give the same bytes. ``--drop-flagged`` without a health file for every source, and
+an ``--annotate`` key a row already has, are errors naming the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from rewardgym.analysis.uncertainty import band_of, jeffreys, settled_in_band
+from rewardgym.dataset.options import SelectOptions
+from rewardgym.dataset.select import REASONS, Selection, Stats, select_indices
+from rewardgym.dataset.sources import ReadResult, Source, Task, read_tasks
+from rewardgym.errors import DataError
+
+MISSING = "(missing)"
+
+
+@dataclass(frozen=True)
+class Built:
+    data: bytes
+    rows: int
+    read: ReadResult
+    selection: Selection
+    counts: dict[str, Any]
+    stages: list[dict[str, Any]]
+
+
+def field_value(row: dict[str, Any], path: str) -> str:
+    """A dotted field's value as a group label: text as is, else its JSON; absent: ``(missing)``."""
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return MISSING
+        value = value[part]
+    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _groups(labels: list[str]) -> np.ndarray:
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(label, len(ids)) for label in labels], np.int64)
+
+
+def _annotation(
+    task: Task, i: int, numbers: dict[str, np.ndarray], stage: int | None, health: bool
+) -> dict[str, Any]:
+    from rewardgym.profile import BAND_LABELS
+
+    note: dict[str, Any] = {
+        "pass_rate": float(numbers["rate"][i]),
+        "low": float(numbers["low"][i]),
+        "high": float(numbers["high"][i]),
+        "passes": task.passes,
+        "repeats": task.n,
+        "band": BAND_LABELS[int(numbers["band"][i])],
+        "settled": bool(numbers["settled"][i]),
+    }
+    if stage is not None:
+        note["stage"] = stage + 1
+    if health:
+        note["flags"] = sorted(task.flags)
+    return note
+
+
+def _counts(
+    tasks: list[Task], numbers: dict[str, np.ndarray], selection: Selection, domains: list[str], field: str
+) -> dict[str, Any]:
+    from rewardgym.profile import BAND_LABELS
+
+    kept = selection.dropped == -1
+    per_band: dict[str, dict[str, int]] = {}
+    for band, label in [(-1, "unmeasured"), *enumerate(BAND_LABELS)]:
+        inside = numbers["band"] == band
+        if band == -1 and not inside.any():
+            continue
+        per_band[label] = {
+            "kept": int(np.count_nonzero(inside & kept)),
+            "dropped": int(np.count_nonzero(inside & ~kept)),
+        }
+    values: dict[str, dict[str, int]] = {}
+    for label, keep in zip(domains, kept.tolist(), strict=True):
+        entry = values.setdefault(label, {"kept": 0, "dropped": 0})
+        entry["kept" if keep else "dropped"] += 1
+    reasons = {
+        reason: int(np.count_nonzero(selection.dropped == code)) for code, reason in enumerate(REASONS)
+    }
+    return {
+        "tasks": len(tasks),
+        "kept": int(np.count_nonzero(kept)),
+        "rows": int(selection.order.shape[0]),
+        "dropped": int(np.count_nonzero(~kept)),
+        "dropped_by_reason": {k: v for k, v in reasons.items() if v},
+        "per_band": per_band,
+        "per_domain": {"field": field, "values": dict(sorted(values.items()))},
+    }
+
+
+def _stages(selection: Selection, rate: np.ndarray) -> list[dict[str, Any]]:
+    if selection.stage is None:
+        return []
+    out = []
+    for stage in range(int(selection.stage.max(initial=-1)) + 1):
+        rows = selection.order[selection.stage == stage]
+        entry: dict[str, Any] = {"stage": stage + 1, "rows": int(rows.shape[0])}
+        if selection.stage_means:
+            entry["target_mean"] = selection.stage_means[stage]
+        entry["mean_pass_rate"] = float(rate[rows].mean()) if rows.shape[0] else None
+        out.append(entry)
+    return out
+
+
+def build(sources: list[Source], options: SelectOptions) -> Built:
+    """The dataset and its counts (see module doc)."""
+    options.validate()
+    if options.drop_flagged:
+        for source in sources:
+            if source.health is None:
+                raise DataError(
+                    f"--drop-flagged: no health file beside '{source.profile}' (its *_quality_summary.json); "
+                    "run 'gym eval analyze' on that run first"
+                )
+    read = read_tasks(sources, pass_threshold=options.pass_threshold, duplicates=options.duplicates)
+    tasks = read.tasks
+    n = np.array([t.n for t in tasks], np.int64)
+    s = np.array([t.passes for t in tasks], np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+    low, high = jeffreys(n, s)
+    band = band_of(rate)
+    numbers = {
+        "rate": rate,
+        "low": low,
+        "high": high,
+        "band": band,
+        "settled": settled_in_band(band, low, high, options.settle_epsilon),
+    }
+    domains = [field_value(t.row, options.domain_field) for t in tasks]
+    stats = Stats(
+        rate=rate,
+        band=band,
+        settled=numbers["settled"],
+        flagged=np.array([bool(t.flags) for t in tasks], np.bool_),
+        by=None if options.by is None else _groups([field_value(t.row, options.by) for t in tasks]),
+        strata=None
+        if options.stratify is None
+        else _groups([field_value(t.row, options.stratify) for t in tasks]),
+    )
+    selection = select_indices(stats, options)
+    lines = []
+    stages = selection.stage.tolist() if selection.stage is not None else [None] * selection.order.shape[0]
+    for i, stage in zip(selection.order.tolist(), stages, strict=True):
+        task = tasks[i]
+        row = task.row
+        if options.annotate is not None:
+            if options.annotate in row:
+                raise DataError(
+                    f"{task.where}: the row already has a key {options.annotate!r}; "
+                    "choose another --annotate key"
+                )
+            row = {**row, options.annotate: _annotation(task, i, numbers, stage, read.health_read)}
+        lines.append(orjson.dumps(row) + b"\n")
+    counts = _counts(tasks, numbers, selection, domains, options.domain_field)
+    counts = {"profile_rows": read.rows_read, "merged_duplicates": read.merged, **counts}
+    return Built(b"".join(lines), len(lines), read, selection, counts, _stages(selection, rate))
+
+
+def resolve_sources(paths: list[Path]) -> list[Source]:
+    from rewardgym.dataset.sources import resolve_source
+
+    return [resolve_source(path) for path in paths]

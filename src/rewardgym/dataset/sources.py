@@ -1,0 +1,234 @@
+"""Reading profiles (and their health files) into one table of tasks, merged by content.
+
+Contract:
+
+- :func:`resolve_source` turns what a user names — a ``<stem>_reward_profiling.jsonl`` file or a run
+  folder holding exactly one — into a :class:`Source`: the profile and, when it sits beside it, the
+  analysis' ``<stem>_quality_summary.json`` (the health file with per-task flags).
+- :func:`read_tasks` reads every source's profile rows in order. Per row: the training row is ``sample``
+  without any top-level ``_ng_*`` key and without the per-rollout seed the collector adds
+  (``responses_create_params.metadata.extra_body`` ``seed`` equal to the row's lowest rollout index, see
+  :func:`training_row`); the measured rollouts are ``rollout_infos`` (a reward that is a number or a
+  boolean is counted; it passes when ``reward >= pass_threshold``, as in ``gym eval analyze``).
+- **Identity across profiles** is the content of that training row (keys sorted, hashed): the same task
+  in two profiles — or twice in one — is one task. ``duplicates="pool"`` adds their rollouts up (the
+  first occurrence's row is kept); ``"refuse"`` stops at the second occurrence naming both places.
+- Health flags are the task flags of the quality summary (``tasks[<_ng_task_index>].flags``); a merged
+  task carries the union. A summary that is not JSON, or has no entry for a profile task, is an error.
+- Every file is hashed (sha256) over exactly the bytes that were parsed. Bad input is a
+  :class:`~rewardgym.errors.DataError` naming ``file:line`` (or the file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from rewardgym.errors import DataError, UsageError
+from rewardgym.io.inputs import refuse_special_input
+from rewardgym.io.jsonl import parse_line
+
+PROFILE_SUFFIX = "_reward_profiling.jsonl"
+SUMMARY_SUFFIX = "_quality_summary.json"
+Duplicates = Literal["pool", "refuse"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One profile and its health file (None when there is none beside it)."""
+
+    profile: Path
+    health: Path | None
+
+
+@dataclass
+class Task:
+    """One distinct training row and its pooled measurements."""
+
+    row: dict[str, Any]
+    key: bytes
+    where: str
+    """``file:line`` of its first occurrence."""
+    n: int = 0
+    passes: int = 0
+    occurrences: int = 1
+    flags: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    tasks: list[Task]
+    hashes: dict[Path, str]
+    """sha256 of every file read, in reading order."""
+    rows_read: int
+    merged: int
+    """Profile rows that were a task already seen (pooled into it)."""
+    health_read: bool
+    """Every source had a health file (flags are known for every task)."""
+
+
+def resolve_source(path: Path) -> Source:
+    """The profile named by ``path`` (a profile file or a run folder) and its health file."""
+    refuse_special_input(path, "profile")
+    if path.is_dir():
+        found = sorted(path.glob(f"*{PROFILE_SUFFIX}"))
+        if len(found) != 1:
+            what = "no" if not found else f"{len(found)}"
+            names = "" if not found else ": " + ", ".join(p.name for p in found)
+            raise UsageError(
+                f"'{path}': {what} *{PROFILE_SUFFIX} files in this folder{names}; "
+                "name the profile file itself (run 'gym eval profile' first if there is none)"
+            )
+        path = found[0]
+    elif not path.exists():
+        raise DataError(f"profile not found: '{path}'")
+    if not path.name.endswith(PROFILE_SUFFIX):
+        raise UsageError(f"'{path}' is not a profile: expected a *{PROFILE_SUFFIX} file or a run folder")
+    summary = path.with_name(path.name[: -len(PROFILE_SUFFIX)] + SUMMARY_SUFFIX)
+    return Source(path, summary if summary.is_file() else None)
+
+
+def training_row(sample: dict[str, Any], lowest_rollout: int | None) -> dict[str, Any]:
+    """``sample`` as a training row: no ``_ng_*`` keys, no per-rollout seed.
+
+    The collector's ``--num-repeats-add-seed`` writes the rollout index as ``seed`` into
+    ``responses_create_params.metadata.extra_body``; ``sample`` is the row of the task's lowest measured
+    rollout index, so a seed equal to that index is the collector's and is removed (an ``extra_body`` or
+    ``metadata`` left empty goes too). A seed of any other value is the user's own and stays."""
+    row = {k: v for k, v in sample.items() if not k.startswith("_ng_")}
+    params = row.get("responses_create_params")
+    metadata = params.get("metadata") if isinstance(params, dict) else None
+    raw = metadata.get("extra_body") if isinstance(metadata, dict) else None
+    if not isinstance(raw, str) or lowest_rollout is None or not isinstance(params, dict):
+        return row
+    try:
+        extra = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return row
+    seed = extra.get("seed") if isinstance(extra, dict) else None
+    if type(seed) is not int or seed != lowest_rollout:
+        return row
+    assert isinstance(extra, dict) and isinstance(metadata, dict)
+    rest = {k: v for k, v in extra.items() if k != "seed"}
+    new_metadata = {k: v for k, v in metadata.items() if k != "extra_body"}
+    if rest:
+        new_metadata["extra_body"] = orjson.dumps(rest).decode()
+    new_params = {k: v for k, v in params.items() if k != "metadata"}
+    if new_metadata:
+        new_params["metadata"] = new_metadata
+    # Keep the key order of the row: the parameters stay where they were.
+    return {k: (new_params if k == "responses_create_params" else v) for k, v in row.items()}
+
+
+def content_key(row: dict[str, Any]) -> bytes:
+    """The identity of a training row: a digest of its JSON with sorted keys."""
+    return hashlib.blake2b(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+
+
+def _measure(row: dict[str, Any], where: str, threshold: float) -> tuple[int, int, int | None]:
+    """``(counted, passes, lowest rollout index)`` of one profile row."""
+    infos = row.get("rollout_infos")
+    if not isinstance(infos, list):
+        raise DataError(f"{where}: profile row has no 'rollout_infos' list (is this a reward profile?)")
+    n = passes = 0
+    lowest: int | None = None
+    for info in infos:
+        if not isinstance(info, dict):
+            raise DataError(f"{where}: an entry of 'rollout_infos' is not an object")
+        index = info.get("_ng_rollout_index")
+        if type(index) is int and (lowest is None or index < lowest):
+            lowest = index
+        reward = info.get("reward")
+        if isinstance(reward, int | float):  # as the analysis counts (booleans too): others are unmeasured
+            n += 1
+            passes += float(reward) >= threshold
+    return n, passes, lowest
+
+
+def _read_profile(path: Path, hasher: Any) -> list[tuple[int, dict[str, Any]]]:
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise DataError(f"profile cannot be read: '{path}': {exc.strerror}") from None
+    rows: list[tuple[int, dict[str, Any]]] = []
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            hasher.update(raw)
+            rows.append((number, parse_line(raw, path, number)))
+    if not rows:
+        raise DataError(f"{path}: the profile has no rows")
+    return rows
+
+
+def _read_flags(path: Path, hashes: dict[Path, str]) -> dict[str, list[str]]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"health file cannot be read: '{path}': {exc.strerror}") from None
+    hashes[path] = hashlib.sha256(data).hexdigest()
+    try:
+        summary = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DataError(f"{path}: not JSON ({exc.msg}); rerun 'gym eval analyze'") from None
+    tasks = summary.get("tasks") if isinstance(summary, dict) else None
+    if not isinstance(tasks, dict):
+        raise DataError(f"{path}: no 'tasks' object: not a quality summary of 'gym eval analyze'")
+    flags: dict[str, list[str]] = {}
+    for key, entry in tasks.items():
+        listed = entry.get("flags") if isinstance(entry, dict) else None
+        if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
+            raise DataError(f"{path}: task {key!r} has no 'flags' list")
+        flags[key] = listed
+    return flags
+
+
+def read_tasks(sources: list[Source], *, pass_threshold: float, duplicates: Duplicates) -> ReadResult:
+    """Every task of every source, merged by content (see module doc)."""
+    tasks: dict[bytes, Task] = {}
+    hashes: dict[Path, str] = {}
+    rows_read = merged = 0
+    for source in sources:
+        hasher = hashlib.sha256()
+        rows = _read_profile(source.profile, hasher)
+        hashes[source.profile] = hasher.hexdigest()
+        flags = None if source.health is None else _read_flags(source.health, hashes)
+        for number, row in rows:
+            where = f"{os.fspath(source.profile)}:{number}"
+            sample = row.get("sample")
+            index = row.get("_ng_task_index")
+            if not isinstance(sample, dict):
+                raise DataError(f"{where}: profile row has no 'sample' object (is this a reward profile?)")
+            if type(index) is not int:
+                raise DataError(f"{where}: profile row has no integer '_ng_task_index'")
+            n, passes, lowest = _measure(row, where, pass_threshold)
+            train = training_row(sample, lowest)
+            key = content_key(train)
+            rows_read += 1
+            task = tasks.get(key)
+            if task is None:
+                task = tasks[key] = Task(row=train, key=key, where=where)
+            else:
+                if duplicates == "refuse":
+                    raise DataError(
+                        f"{where}: the same task as {task.where} (equal rows without _ng_* keys and seeds); "
+                        "use --duplicates pool to add up their rollouts"
+                    )
+                task.occurrences += 1
+                merged += 1
+            task.n += n
+            task.passes += passes
+            if flags is not None:
+                entry = flags.get(str(index))
+                if entry is None:
+                    raise DataError(
+                        f"{source.health}: no entry for task {index} of {where}; "
+                        "is it the health file of another run? Rerun 'gym eval analyze'"
+                    )
+                task.flags.update(entry)
+    health_read = all(source.health is not None for source in sources)
+    return ReadResult(list(tasks.values()), hashes, rows_read, merged, health_read)
