@@ -5,8 +5,8 @@ per task the analysis' numbers — pass rate, 95 % Jeffreys interval, band, sett
 :mod:`rewardgym.analysis.uncertainty`, with ``settle_epsilon``) —, selects and orders
 (:func:`rewardgym.dataset.select.select_indices`) and returns the dataset as bytes: one compact JSON
 row per line, the training row in its original key order, plus ``options.annotate`` when set. The same
-sources and options give the same bytes. ``--drop-flagged`` without a health file for every source, and
-an ``--annotate`` key a row already has, are errors naming the file.
+sources and options give the same bytes. Errors: a selection that keeps no task (nothing is written),
+``--drop-flagged`` without a health file for every source, an ``--annotate`` key a row already has.
 """
 
 from __future__ import annotations
@@ -157,6 +157,15 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
         else _groups([field_value(t.row, options.stratify) for t in tasks]),
     )
     selection = select_indices(stats, options)
+    if selection.order.shape[0] == 0:
+        reasons = ", ".join(
+            f"{reason} {int(np.count_nonzero(selection.dropped == code))}"
+            for code, reason in enumerate(REASONS)
+            if np.any(selection.dropped == code)
+        )
+        raise DataError(
+            f"no task is left to write: all {len(tasks)} were dropped ({reasons}); nothing written"
+        )
     lines = []
     stages = selection.stage.tolist() if selection.stage is not None else [None] * selection.order.shape[0]
     for i, stage in zip(selection.order.tolist(), stages, strict=True):
