@@ -257,3 +257,20 @@ def test_console_script_end_to_end(runs: Path, tmp_path: Path) -> None:
     assert f"Wrote {out} (12 rows)" in done.stdout and "Stage 2: 6 rows" in done.stdout
     done = gym("data", "select", "--check", str(tmp_path / "train.manifest.json"))
     assert done.returncode == 0, done.stderr
+
+
+def test_drop_run_params_removes_what_the_run_added(tmp_path: Path) -> None:
+    profile = build_run(tmp_path / "run")
+    out = tmp_path / "o.jsonl"
+    done = cli("data", "select", str(profile), "-o", str(out), "--drop-run-params")
+    assert done.returncode == 1 and "--drop-run-params: no run file beside" in done.stderr
+    run_file = tmp_path / "run" / "run_run.json"
+    run_file.write_bytes(orjson.dumps({"settings": {"materialize": {"create_params": {"temperature": 1.0}}}}))
+    assert cli("data", "select", str(profile), "-o", str(out), "--drop-run-params").returncode == 0
+    rows = _rows(out)
+    assert rows[0]["responses_create_params"] == {"input": [{"role": "user", "content": "question 0"}]}
+    manifest = orjson.loads((tmp_path / "o.manifest.json").read_bytes())
+    assert [i["role"] for i in manifest["inputs"]] == ["profile", "health", "run"]
+    run_file.write_bytes(orjson.dumps({"settings": {"materialize": {"create_params": {"top_p": 1.0}}}}))
+    done = cli("data", "select", "--check", str(tmp_path / "o.manifest.json"))
+    assert done.returncode == 1 and f"input run '{run_file}' changed" in done.stderr

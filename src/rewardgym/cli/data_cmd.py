@@ -111,6 +111,13 @@ def select_command(
     ] = None,
     pass_threshold: Annotated[float, typer.Option(help="A rollout passes when reward >= this.")] = 1.0,
     settle_epsilon: Annotated[float, typer.Option(help="Width of the 0 % / 100 % bands for settled.")] = 0.05,
+    drop_run_params: Annotated[
+        bool,
+        typer.Option(
+            help="Remove the request parameters the run added to every row (--temperature…; "
+            "from the run's *_run.json)."
+        ),
+    ] = False,
     duplicates: Annotated[
         str, typer.Option(help="The same task in several profiles: pool (add rollouts) or refuse.")
     ] = "pool",
@@ -158,6 +165,7 @@ def select_command(
         pass_threshold=pass_threshold,
         settle_epsilon=settle_epsilon,
         duplicates=duplicates,  # type: ignore[arg-type]
+        drop_run_params=drop_run_params,
     )
     written = select_files(sources, output, options, manifest)
     counts = written.built.counts

@@ -74,6 +74,7 @@ def _manifest(
 
     folder = where.parent
     role = {s.profile: "profile" for s in sources} | {s.health: "health" for s in sources if s.health}
+    role |= {s.run: "run" for s in sources if s.run}
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": KIND,
@@ -94,6 +95,7 @@ def _manifest(
             {
                 "profile": _relative(s.profile, folder),
                 "health": None if s.health is None else _relative(s.health, folder),
+                "run": None if s.run is None or not options.drop_run_params else _relative(s.run, folder),
             }
             for s in sources
         ],
@@ -120,7 +122,7 @@ def select_files(
     sources = [resolve_source(path) for path in paths]
     inputs: list[tuple[Path | None, str]] = []
     for source in sources:
-        inputs += [(source.profile, "profile"), (source.health, "health")]
+        inputs += [(source.profile, "profile"), (source.health, "health"), (source.run, "run")]
     guard_outputs([(output, "--output"), (where, "manifest")], inputs)
     if os.path.abspath(output) == os.path.abspath(where):
         raise DataError(f"the manifest would overwrite the dataset '{output}'; choose another --manifest")
@@ -177,6 +179,7 @@ def _shaped(document: dict[str, Any]) -> bool:
             isinstance(s, dict)
             and isinstance(s.get("profile"), str)
             and isinstance(s.get("health"), str | None)
+            and isinstance(s.get("run"), str | None)
             for s in sources
         )
         and isinstance(document.get("settings"), dict)
@@ -220,7 +223,11 @@ def check_manifest(path: Path) -> CheckResult:
         )
     if not problems:  # inputs as recorded: the rebuild must give the same bytes
         sources = [
-            Source(folder / s["profile"], None if s["health"] is None else folder / s["health"])
+            Source(
+                folder / s["profile"],
+                None if s["health"] is None else folder / s["health"],
+                None if s["run"] is None else folder / s["run"],
+            )
             for s in document["sources"]
         ]
         rebuilt = build(sources, options_from_dict(document["settings"]))

@@ -130,7 +130,12 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
                     f"--drop-flagged: no health file beside '{source.profile}' (its *_quality_summary.json); "
                     "run 'gym eval analyze' on that run first"
                 )
-    read = read_tasks(sources, pass_threshold=options.pass_threshold, duplicates=options.duplicates)
+    read = read_tasks(
+        sources,
+        pass_threshold=options.pass_threshold,
+        duplicates=options.duplicates,
+        drop_run_params=options.drop_run_params,
+    )
     tasks = read.tasks
     n = np.array([t.n for t in tasks], np.int64)
     s = np.array([t.passes for t in tasks], np.int64)

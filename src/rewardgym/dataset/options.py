@@ -60,6 +60,7 @@ class SelectOptions:
     pass_threshold: float = 1.0
     settle_epsilon: float = 0.05
     duplicates: Literal["pool", "refuse"] = "pool"
+    drop_run_params: bool = False
 
     def validate(self) -> None:
         for name in ("min_pass_rate", "max_pass_rate", "mean_start", "mean_end"):

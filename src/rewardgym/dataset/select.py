@@ -126,8 +126,9 @@ def stage_means(options: SelectOptions) -> tuple[float, ...]:
     k = options.stages
     if k == 1:
         return (options.mean_start,)
-    step = (options.mean_end - options.mean_start) / (k - 1)
-    return tuple(options.mean_start + step * i for i in range(k))
+    # Interpolated from both ends, so the last stage's mean is mean_end exactly (no rounding drift).
+    t = [i / (k - 1) for i in range(k)]
+    return tuple(round(options.mean_start * (1 - x) + options.mean_end * x, 12) for x in t)
 
 
 def _gaussian(

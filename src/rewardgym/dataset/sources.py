@@ -13,6 +13,9 @@ Contract:
 - **Identity across profiles** is the content of that training row (keys sorted, hashed): the same task
   in two profiles — or twice in one — is one task. ``duplicates="pool"`` adds their rollouts up (the
   first occurrence's row is kept); ``"refuse"`` stops at the second occurrence naming both places.
+- ``drop_run_params``: the ``responses_create_params`` keys the run added to every row (recorded in
+  ``<stem>_run.json`` under ``settings.materialize.create_params``: ``--temperature``,
+  ``++max_output_tokens``…) are removed; a source without a run file is then an error.
 - Health flags are the task flags of the quality summary (``tasks[<_ng_task_index>].flags``); a merged
   task carries the union. A summary that is not JSON, or has no entry for a profile task, is an error.
 - Every file is hashed (sha256) over exactly the bytes that were parsed. Bad input is a
@@ -35,15 +38,17 @@ from rewardgym.io.jsonl import parse_line
 
 PROFILE_SUFFIX = "_reward_profiling.jsonl"
 SUMMARY_SUFFIX = "_quality_summary.json"
+RUN_SUFFIX = "_run.json"
 Duplicates = Literal["pool", "refuse"]
 
 
 @dataclass(frozen=True)
 class Source:
-    """One profile and its health file (None when there is none beside it)."""
+    """One profile, its health file and its run file (None when there is none beside it)."""
 
     profile: Path
     health: Path | None
+    run: Path | None = None
 
 
 @dataclass
@@ -89,38 +94,50 @@ def resolve_source(path: Path) -> Source:
         raise DataError(f"profile not found: '{path}'")
     if not path.name.endswith(PROFILE_SUFFIX):
         raise UsageError(f"'{path}' is not a profile: expected a *{PROFILE_SUFFIX} file or a run folder")
-    summary = path.with_name(path.name[: -len(PROFILE_SUFFIX)] + SUMMARY_SUFFIX)
-    return Source(path, summary if summary.is_file() else None)
+    stem = path.name[: -len(PROFILE_SUFFIX)]
+    summary, run = path.with_name(stem + SUMMARY_SUFFIX), path.with_name(stem + RUN_SUFFIX)
+    return Source(path, summary if summary.is_file() else None, run if run.is_file() else None)
 
 
-def training_row(sample: dict[str, Any], lowest_rollout: int | None) -> dict[str, Any]:
-    """``sample`` as a training row: no ``_ng_*`` keys, no per-rollout seed.
+def training_row(
+    sample: dict[str, Any], lowest_rollout: int | None, drop_params: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``sample`` as a training row: no ``_ng_*`` keys, no per-rollout seed, none of ``drop_params``.
 
     The collector's ``--num-repeats-add-seed`` writes the rollout index as ``seed`` into
     ``responses_create_params.metadata.extra_body``; ``sample`` is the row of the task's lowest measured
     rollout index, so a seed equal to that index is the collector's and is removed (an ``extra_body`` or
-    ``metadata`` left empty goes too). A seed of any other value is the user's own and stays."""
+    ``metadata`` left empty goes too). A seed of any other value is the user's own and stays.
+    ``drop_params``: ``responses_create_params`` keys the run added to every row (``--drop-run-params``)."""
     row = {k: v for k, v in sample.items() if not k.startswith("_ng_")}
     params = row.get("responses_create_params")
-    metadata = params.get("metadata") if isinstance(params, dict) else None
+    if not isinstance(params, dict):
+        return row
+    new_params = {k: v for k, v in params.items() if k not in drop_params}
+    metadata = new_params.get("metadata")
     raw = metadata.get("extra_body") if isinstance(metadata, dict) else None
-    if not isinstance(raw, str) or lowest_rollout is None or not isinstance(params, dict):
-        return row
-    try:
-        extra = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return row
+    extra: Any = None
+    if isinstance(raw, str) and lowest_rollout is not None:
+        try:
+            extra = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            extra = None
     seed = extra.get("seed") if isinstance(extra, dict) else None
-    if type(seed) is not int or seed != lowest_rollout:
+    if (
+        isinstance(metadata, dict)
+        and isinstance(extra, dict)
+        and type(seed) is int
+        and seed == lowest_rollout
+    ):
+        rest = {k: v for k, v in extra.items() if k != "seed"}
+        new_metadata = {k: v for k, v in metadata.items() if k != "extra_body"}
+        if rest:
+            new_metadata["extra_body"] = orjson.dumps(rest).decode()
+        del new_params["metadata"]
+        if new_metadata:
+            new_params["metadata"] = new_metadata
+    if new_params == params and list(new_params) == list(params):
         return row
-    assert isinstance(extra, dict) and isinstance(metadata, dict)
-    rest = {k: v for k, v in extra.items() if k != "seed"}
-    new_metadata = {k: v for k, v in metadata.items() if k != "extra_body"}
-    if rest:
-        new_metadata["extra_body"] = orjson.dumps(rest).decode()
-    new_params = {k: v for k, v in params.items() if k != "metadata"}
-    if new_metadata:
-        new_params["metadata"] = new_metadata
     # Keep the key order of the row: the parameters stay where they were.
     return {k: (new_params if k == "responses_create_params" else v) for k, v in row.items()}
 
@@ -187,7 +204,34 @@ def _read_flags(path: Path, hashes: dict[Path, str]) -> dict[str, list[str]]:
     return flags
 
 
-def read_tasks(sources: list[Source], *, pass_threshold: float, duplicates: Duplicates) -> ReadResult:
+def _run_params(source: Source, hashes: dict[Path, str]) -> frozenset[str]:
+    """The ``responses_create_params`` keys the run put into every row (its ``--temperature``…)."""
+    if source.run is None:
+        raise DataError(
+            f"--drop-run-params: no run file beside '{source.profile}' (its *{RUN_SUFFIX}, written by "
+            "'gym eval run'); without it the parameters the run added are not known"
+        )
+    try:
+        data = source.run.read_bytes()
+        document = orjson.loads(data)
+    except OSError as exc:
+        raise DataError(f"run file cannot be read: '{source.run}': {exc.strerror}") from None
+    except orjson.JSONDecodeError as exc:
+        raise DataError(f"{source.run}: not JSON ({exc.msg})") from None
+    hashes[source.run] = hashlib.sha256(data).hexdigest()
+    settings = document.get("settings") if isinstance(document, dict) else None
+    materialize = settings.get("materialize") if isinstance(settings, dict) else None
+    params = materialize.get("create_params") if isinstance(materialize, dict) else None
+    if not isinstance(params, dict):
+        raise DataError(
+            f"{source.run}: no settings.materialize.create_params: not a run file of 'gym eval run'"
+        )
+    return frozenset(params)
+
+
+def read_tasks(
+    sources: list[Source], *, pass_threshold: float, duplicates: Duplicates, drop_run_params: bool = False
+) -> ReadResult:
     """Every task of every source, merged by content (see module doc)."""
     tasks: dict[bytes, Task] = {}
     hashes: dict[Path, str] = {}
@@ -197,6 +241,7 @@ def read_tasks(sources: list[Source], *, pass_threshold: float, duplicates: Dupl
         rows = _read_profile(source.profile, hasher)
         hashes[source.profile] = hasher.hexdigest()
         flags = None if source.health is None else _read_flags(source.health, hashes)
+        dropped = _run_params(source, hashes) if drop_run_params else frozenset()
         for number, row in rows:
             where = f"{os.fspath(source.profile)}:{number}"
             sample = row.get("sample")
@@ -206,7 +251,7 @@ def read_tasks(sources: list[Source], *, pass_threshold: float, duplicates: Dupl
             if type(index) is not int:
                 raise DataError(f"{where}: profile row has no integer '_ng_task_index'")
             n, passes, lowest = _measure(row, where, pass_threshold)
-            train = training_row(sample, lowest)
+            train = training_row(sample, lowest, dropped)
             key = content_key(train)
             rows_read += 1
             task = tasks.get(key)
