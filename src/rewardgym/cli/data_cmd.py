@@ -134,8 +134,8 @@ def select_command(
             typer.echo(f"Error: '{result.dataset}' does not match its manifest '{check}'", err=True)
             raise typer.Exit(1)
         typer.echo(
-            f"OK: '{result.dataset}' matches '{check}': {result.rows} rows, {result.inputs} input files "
-            "unchanged, rebuilt byte-identical"
+            f"OK: '{result.dataset}' matches '{check}': {result.rows} rows, {result.inputs} input "
+            f"file{'s' if result.inputs != 1 else ''} unchanged, rebuilt byte-identical"
         )
         return
     if not sources:

@@ -24,8 +24,6 @@ from rewardgym.dataset.select import REASONS, Selection, Stats, select_indices
 from rewardgym.dataset.sources import ReadResult, Source, Task, read_tasks
 from rewardgym.errors import DataError
 
-MISSING = "(missing)"
-
 
 @dataclass(frozen=True)
 class Built:
@@ -35,16 +33,6 @@ class Built:
     selection: Selection
     counts: dict[str, Any]
     stages: list[dict[str, Any]]
-
-
-def field_value(row: dict[str, Any], path: str) -> str:
-    """A dotted field's value as a group label: text as is, else its JSON; absent: ``(missing)``."""
-    value: Any = row
-    for part in path.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return MISSING
-        value = value[part]
-    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _groups(labels: list[str]) -> np.ndarray:
@@ -130,11 +118,14 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
                     f"--drop-flagged: no health file beside '{source.profile}' (its *_quality_summary.json); "
                     "run 'gym eval analyze' on that run first"
                 )
+    fields = tuple(dict.fromkeys(f for f in (options.domain_field, options.by, options.stratify) if f))
     read = read_tasks(
         sources,
         pass_threshold=options.pass_threshold,
         duplicates=options.duplicates,
         drop_run_params=options.drop_run_params,
+        fields=fields,
+        annotate=options.annotate,
     )
     tasks = read.tasks
     n = np.array([t.n for t in tasks], np.int64)
@@ -150,16 +141,19 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
         "band": band,
         "settled": settled_in_band(band, low, high, options.settle_epsilon),
     }
-    domains = [field_value(t.row, options.domain_field) for t in tasks]
+    column = {name: i for i, name in enumerate(fields)}
+
+    def labels(name: str) -> list[str]:
+        return [t.labels[column[name]] for t in tasks]
+
+    domains = labels(options.domain_field)
     stats = Stats(
         rate=rate,
         band=band,
         settled=numbers["settled"],
         flagged=np.array([bool(t.flags) for t in tasks], np.bool_),
-        by=None if options.by is None else _groups([field_value(t.row, options.by) for t in tasks]),
-        strata=None
-        if options.stratify is None
-        else _groups([field_value(t.row, options.stratify) for t in tasks]),
+        by=None if options.by is None else _groups(labels(options.by)),
+        strata=None if options.stratify is None else _groups(labels(options.stratify)),
     )
     selection = select_indices(stats, options)
     if selection.order.shape[0] == 0:
@@ -175,15 +169,16 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
     stages = selection.stage.tolist() if selection.stage is not None else [None] * selection.order.shape[0]
     for i, stage in zip(selection.order.tolist(), stages, strict=True):
         task = tasks[i]
-        row = task.row
-        if options.annotate is not None:
-            if options.annotate in row:
-                raise DataError(
-                    f"{task.where}: the row already has a key {options.annotate!r}; "
-                    "choose another --annotate key"
-                )
-            row = {**row, options.annotate: _annotation(task, i, numbers, stage, read.health_read)}
-        lines.append(orjson.dumps(row) + b"\n")
+        if options.annotate is None:
+            lines.append(task.data + b"\n")
+            continue
+        # The row is a compact JSON object: the annotation goes in before its closing brace.
+        note = (
+            orjson.dumps(options.annotate)
+            + b":"
+            + orjson.dumps(_annotation(task, i, numbers, stage, read.health_read))
+        )
+        lines.append(task.data[:-1] + (b"," if len(task.data) > 2 else b"") + note + b"}\n")
     counts = _counts(tasks, numbers, selection, domains, options.domain_field)
     counts = {"profile_rows": read.rows_read, "merged_duplicates": read.merged, **counts}
     return Built(b"".join(lines), len(lines), read, selection, counts, _stages(selection, rate))

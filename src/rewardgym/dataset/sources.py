@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -55,10 +56,13 @@ class Source:
 class Task:
     """One distinct training row and its pooled measurements."""
 
-    row: dict[str, Any]
+    data: bytes
+    """The training row as compact JSON, keys in their original order (bytes: a tenth of a parsed dict)."""
     key: bytes
     where: str
     """``file:line`` of its first occurrence."""
+    labels: tuple[str, ...]
+    """The row's value of each requested field (:func:`field_value`)."""
     n: int = 0
     passes: int = 0
     occurrences: int = 1
@@ -142,6 +146,19 @@ def training_row(
     return {k: (new_params if k == "responses_create_params" else v) for k, v in row.items()}
 
 
+MISSING = "(missing)"
+
+
+def field_value(row: dict[str, Any], path: str) -> str:
+    """A dotted field's value as a group label: text as is, else its JSON; absent: ``(missing)``."""
+    value: Any = row
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return MISSING
+        value = value[part]
+    return value if isinstance(value, str) else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def content_key(row: dict[str, Any]) -> bytes:
     """The identity of a training row: a digest of its JSON with sorted keys."""
     return hashlib.blake2b(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
@@ -167,19 +184,20 @@ def _measure(row: dict[str, Any], where: str, threshold: float) -> tuple[int, in
     return n, passes, lowest
 
 
-def _read_profile(path: Path, hasher: Any) -> list[tuple[int, dict[str, Any]]]:
+def _iter_profile(path: Path, hasher: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The profile's rows, streamed; ``hasher`` sees exactly the bytes parsed."""
+    refuse_special_input(path, "profile")
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise DataError(f"profile cannot be read: '{path}': {exc.strerror}") from None
-    rows: list[tuple[int, dict[str, Any]]] = []
+    number = 0
     with handle:
         for number, raw in enumerate(handle, start=1):
             hasher.update(raw)
-            rows.append((number, parse_line(raw, path, number)))
-    if not rows:
+            yield number, parse_line(raw, path, number)
+    if number == 0:
         raise DataError(f"{path}: the profile has no rows")
-    return rows
 
 
 def _read_flags(path: Path, hashes: dict[Path, str]) -> dict[str, list[str]]:
@@ -230,19 +248,25 @@ def _run_params(source: Source, hashes: dict[Path, str]) -> frozenset[str]:
 
 
 def read_tasks(
-    sources: list[Source], *, pass_threshold: float, duplicates: Duplicates, drop_run_params: bool = False
+    sources: list[Source],
+    *,
+    pass_threshold: float,
+    duplicates: Duplicates,
+    drop_run_params: bool = False,
+    fields: tuple[str, ...] = (),
+    annotate: str | None = None,
 ) -> ReadResult:
-    """Every task of every source, merged by content (see module doc)."""
+    """Every task of every source, merged by content (see module doc); ``fields`` are the row fields to
+    keep a label of, ``annotate`` a key no row may have."""
     tasks: dict[bytes, Task] = {}
     hashes: dict[Path, str] = {}
     rows_read = merged = 0
     for source in sources:
         hasher = hashlib.sha256()
-        rows = _read_profile(source.profile, hasher)
-        hashes[source.profile] = hasher.hexdigest()
+        hashes[source.profile] = ""  # first in the manifest's list; filled in once read
         flags = None if source.health is None else _read_flags(source.health, hashes)
         dropped = _run_params(source, hashes) if drop_run_params else frozenset()
-        for number, row in rows:
+        for number, row in _iter_profile(source.profile, hasher):
             where = f"{os.fspath(source.profile)}:{number}"
             sample = row.get("sample")
             index = row.get("_ng_task_index")
@@ -256,7 +280,12 @@ def read_tasks(
             rows_read += 1
             task = tasks.get(key)
             if task is None:
-                task = tasks[key] = Task(row=train, key=key, where=where)
+                if annotate is not None and annotate in train:
+                    raise DataError(
+                        f"{where}: the row already has a key {annotate!r}; choose another --annotate key"
+                    )
+                labels = tuple(field_value(train, name) for name in fields)
+                task = tasks[key] = Task(orjson.dumps(train), key, where, labels)
             else:
                 if duplicates == "refuse":
                     raise DataError(
@@ -275,5 +304,6 @@ def read_tasks(
                         "is it the health file of another run? Rerun 'gym eval analyze'"
                     )
                 task.flags.update(entry)
+        hashes[source.profile] = hasher.hexdigest()
     health_read = all(source.health is not None for source in sources)
     return ReadResult(list(tasks.values()), hashes, rows_read, merged, health_read)
