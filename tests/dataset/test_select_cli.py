@@ -274,3 +274,14 @@ def test_drop_run_params_removes_what_the_run_added(tmp_path: Path) -> None:
     run_file.write_bytes(orjson.dumps({"settings": {"materialize": {"create_params": {"top_p": 1.0}}}}))
     done = cli("data", "select", "--check", str(tmp_path / "o.manifest.json"))
     assert done.returncode == 1 and f"input run '{run_file}' changed" in done.stderr
+
+
+def test_a_failed_manifest_write_leaves_the_dataset_alone(runs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "train.jsonl"
+    out.write_bytes(b"earlier\n")
+    done = cli(
+        "data", "select", str(runs / "main"), "-o", str(out), "--manifest", str(tmp_path / "no" / "m.json")
+    )
+    assert done.returncode == 1 and "output folder does not exist" in done.stderr
+    assert out.read_bytes() == b"earlier\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]  # no temp file left

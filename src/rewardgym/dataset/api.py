@@ -5,9 +5,9 @@ Contract:
 - :func:`select_files` checks every output before reading anything (an output that is an input, or
   exists as something other than a regular file, is refused: :func:`rewardgym.io.outputs.guard_outputs`),
   builds the dataset in memory (:func:`rewardgym.dataset.build.build`) — so bad input writes nothing —
-  then writes the dataset and then ``<out>.manifest.json`` (``out`` without ``.jsonl``), each by temp file
-  + fsync + rename. A crash between the two renames leaves a dataset its old manifest does not match,
-  which :func:`check_manifest` reports.
+  then writes the dataset and ``<out>.manifest.json`` (``out`` without ``.jsonl``), each by temp file +
+  fsync + rename, both temp files complete before the first rename. Only a crash between the two renames
+  can leave a new dataset beside an old manifest (or none), which :func:`check_manifest` reports.
 - The manifest (:data:`SCHEMA_VERSION` 1) records the command (canonical, rebuilt from the options), the
   rewardgym version, the time (UTC), each input's path (relative to the manifest's folder) and sha256,
   the dataset's path, sha256 and row count, every setting and the seed, and the counts per band, per
@@ -32,7 +32,7 @@ from rewardgym.dataset.build import Built, build
 from rewardgym.dataset.options import SelectOptions, options_from_dict
 from rewardgym.dataset.sources import Source, resolve_source
 from rewardgym.errors import DataError
-from rewardgym.io.outputs import atomic_write_bytes, guard_outputs
+from rewardgym.io.outputs import atomic_writer, guard_outputs
 
 SCHEMA_VERSION = 1
 KIND = "rewardgym.data.select"
@@ -128,8 +128,11 @@ def select_files(
         raise DataError(f"the manifest would overwrite the dataset '{output}'; choose another --manifest")
     built = build(sources, options)
     document = _manifest(built, sources, output, where, options, command_line(paths, output, options))
-    atomic_write_bytes(output, built.data)
-    atomic_write_bytes(where, orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    # Both temp files exist and are complete before either is renamed: a write that fails (a missing
+    # folder, a full disk) changes neither file. The dataset is renamed first, then its manifest.
+    with atomic_writer(where) as manifest_handle, atomic_writer(output) as data_handle:
+        data_handle.write(built.data)
+        manifest_handle.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     return Written(output, where, built)
 
 
