@@ -257,6 +257,10 @@ def test_console_script_end_to_end(runs: Path, tmp_path: Path) -> None:
     assert f"Wrote {out} (12 rows)" in done.stdout and "Stage 2: 6 rows" in done.stdout
     done = gym("data", "select", "--check", str(tmp_path / "train.manifest.json"))
     assert done.returncode == 0, done.stderr
+    # Another process (another hash seed) gives the same bytes.
+    again = tmp_path / "again.jsonl"
+    _select(runs, again, "--schedule", "gaussian", "--stages", "2")
+    assert again.read_bytes() == out.read_bytes()
 
 
 def test_drop_run_params_removes_what_the_run_added(tmp_path: Path) -> None:
@@ -285,3 +289,20 @@ def test_a_failed_manifest_write_leaves_the_dataset_alone(runs: Path, tmp_path: 
     assert done.returncode == 1 and "output folder does not exist" in done.stderr
     assert out.read_bytes() == b"earlier\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.jsonl"]  # no temp file left
+
+
+def test_annotations_equal_the_analysis_numbers(runs: Path, tmp_path: Path) -> None:
+    """The selection's pass rates, intervals, bands and settled are gym eval analyze's, task by task."""
+    from rewardgym.profile import BAND_LABELS
+
+    rows = _select(runs, tmp_path / "a.jsonl", "--annotate", "m", "--pass-threshold", "1.0")
+    per_task = orjson.loads((runs / "main" / "run_analysis.json").read_bytes())["per_task"]
+    assert [r["m"]["repeats"] for r in rows] == per_task["n"]
+    assert [r["m"]["passes"] for r in rows] == per_task["passes"]
+    assert [r["m"]["pass_rate"] for r in rows] == per_task["pass_rate"]
+    assert [r["m"]["low"] for r in rows] == per_task["low"]
+    assert [r["m"]["high"] for r in rows] == per_task["high"]
+    assert [r["m"]["band"] for r in rows] == [BAND_LABELS[b] for b in per_task["band"]]
+    assert [r["m"]["settled"] for r in rows] == per_task["settled"]
+    summary = orjson.loads((runs / "main" / "run_quality_summary.json").read_bytes())["tasks"]
+    assert [r["m"]["flags"] for r in rows] == [sorted(summary[str(t)]["flags"]) for t in range(len(rows))]
