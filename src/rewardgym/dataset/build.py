@@ -12,7 +12,6 @@ sources and options give the same bytes. Errors: a selection that keeps no task 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -182,9 +181,3 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
     counts = _counts(tasks, numbers, selection, domains, options.domain_field)
     counts = {"profile_rows": read.rows_read, "merged_duplicates": read.merged, **counts}
     return Built(b"".join(lines), len(lines), read, selection, counts, _stages(selection, rate))
-
-
-def resolve_sources(paths: list[Path]) -> list[Source]:
-    from rewardgym.dataset.sources import resolve_source
-
-    return [resolve_source(path) for path in paths]
