@@ -61,6 +61,9 @@ def test_pass_rate_range_bands_and_flags(runs: Path, tmp_path: Path) -> None:
     assert _questions(rows) == [t for t in range(len(PASSES)) if t not in (CUT_OFF, IDENTICAL)]
     manifest = orjson.loads((tmp_path / "c.manifest.json").read_bytes())
     assert manifest["counts"]["dropped_by_reason"] == {"flagged": 2}
+    assert manifest["counts"]["kept_with_flags"] == 0
+    done = cli("data", "select", str(runs / "main"), "-o", str(tmp_path / "d.jsonl"))
+    assert "Note: 2 kept tasks have health flags (--drop-flagged drops them)" in done.stdout
     assert manifest["counts"]["per_band"]["0 %"] == {"kept": 1, "dropped": 1}
 
 

@@ -175,6 +175,10 @@ def select_command(
     typer.echo(
         f"Kept {counts['kept']} tasks, dropped {counts['dropped']}" + (f" ({reasons})" if reasons else "")
     )
+    if counts.get("kept_with_flags"):
+        typer.echo(
+            f"Note: {counts['kept_with_flags']} kept tasks have health flags (--drop-flagged drops them)"
+        )
     kept_bands = ", ".join(f"{label} {c['kept']}" for label, c in counts["per_band"].items() if c["kept"])
     typer.echo(f"Kept by band: {kept_bands or 'none'}")
     for stage in written.built.stages:

@@ -180,4 +180,6 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
         lines.append(task.data[:-1] + (b"," if len(task.data) > 2 else b"") + note + b"}\n")
     counts = _counts(tasks, numbers, selection, domains, options.domain_field)
     counts = {"profile_rows": read.rows_read, "merged_duplicates": read.merged, **counts}
+    if read.health_read:  # flags are known for every task: say how many kept tasks carry one
+        counts["kept_with_flags"] = int(np.count_nonzero(stats.flagged & (selection.dropped == -1)))
     return Built(b"".join(lines), len(lines), read, selection, counts, _stages(selection, rate))
