@@ -309,3 +309,17 @@ def test_annotations_equal_the_analysis_numbers(runs: Path, tmp_path: Path) -> N
     assert [r["m"]["settled"] for r in rows] == per_task["settled"]
     summary = orjson.loads((runs / "main" / "run_quality_summary.json").read_bytes())["tasks"]
     assert [r["m"]["flags"] for r in rows] == [sorted(summary[str(t)]["flags"]) for t in range(len(rows))]
+
+
+def test_a_moved_folder_still_checks(tmp_path: Path) -> None:
+    """Paths in the manifest are relative to it: the run and the dataset can move together."""
+    import shutil
+
+    build_run(tmp_path / "a" / "run")
+    assert (
+        cli("data", "select", str(tmp_path / "a" / "run"), "-o", str(tmp_path / "a" / "t.jsonl")).returncode
+        == 0
+    )
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    done = cli("data", "select", "--check", str(tmp_path / "b" / "t.manifest.json"))
+    assert done.returncode == 0, done.stderr
