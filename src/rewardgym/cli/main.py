@@ -57,6 +57,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.envnew_cmd",
     "rewardgym.cli.analyze_cmd",
     "rewardgym.cli.export_cmd",
+    "rewardgym.cli.compare_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -72,6 +73,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.envnew_cmd": "env",
     "rewardgym.cli.analyze_cmd": "eval",
     "rewardgym.cli.export_cmd": "eval",
+    "rewardgym.cli.compare_cmd": "eval",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -83,6 +85,7 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.envnew_cmd": {"new"},
     "rewardgym.cli.analyze_cmd": {"analyze", "health-check"},
     "rewardgym.cli.export_cmd": {"export"},
+    "rewardgym.cli.compare_cmd": {"compare"},
 }
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
 
