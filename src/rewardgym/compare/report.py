@@ -121,7 +121,8 @@ def _browser(document: dict[str, Any]) -> str:
         '<h2>Changed tasks</h2><div class="controls"><label>comparison <select id="f-comparison">'
         f'{comparisons}</select></label><label>show <select id="f-transition">{options}</select></label>'
         '<label>search <input id="f-text" type="search" placeholder="task index, key or prompt"></label>'
-        '<span id="changed-count" class="muted"></span></div><div id="changed-wrap"><table id="changed"><thead><tr>'
+        '<span id="changed-count" class="muted"></span></div>'
+        '<div id="changed-wrap"><table id="changed"><thead><tr>'
         + "".join(f"<th>{escape(h)}</th>" for h in head)
         + '</tr></thead><tbody id="changed-body"></tbody></table></div>'
     )
