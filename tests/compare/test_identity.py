@@ -34,7 +34,7 @@ def test_content_ignores_indices_and_per_rollout_seeds() -> None:
 
 def test_ignored_paths_and_field_keys() -> None:
     other = _row()
-    other["responses_create_params"] = {"input": "q", "temperature": 0.2}  # type: ignore[assignment]
+    other["responses_create_params"] = {"input": "q", "temperature": 0.2}
     assert content_key(other) != content_key(_row())
     ignore = [("responses_create_params", "temperature")]
     assert content_key(other, ignore) == content_key(_row(), ignore)
