@@ -51,6 +51,15 @@ def test_fisher_matches_the_hypergeometric_sum() -> None:
     got = stats.fisher_p(na, sa, nb, sb)
     want = [_fisher_oracle(*v) for v in zip(sa.tolist(), na.tolist(), sb.tolist(), nb.tolist(), strict=True)]
     assert np.allclose(got, want, rtol=1e-9, atol=1e-12)
+    from scipy.stats import fisher_exact  # and scipy's, on larger tables too
+
+    big = rng.integers(1, 200, (40, 2))
+    wins = rng.integers(0, big + 1)
+    for (na, nb), (sa, sb) in zip(big.tolist(), wins.tolist(), strict=True):
+        reference = fisher_exact([[sb, nb - sb], [sa, na - sa]]).pvalue
+        assert stats.fisher_p(*(np.array([v]) for v in (na, sa, nb, sb)))[0] == pytest.approx(
+            reference, rel=1e-9
+        )
     assert stats.fisher_p(np.array([8]), np.array([0]), np.array([8]), np.array([8]))[0] == pytest.approx(
         2 / math.comb(16, 8)
     )

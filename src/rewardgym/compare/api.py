@@ -40,7 +40,7 @@ def _dump(value: Any, indent: str = "") -> bytes:
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         items = [inner.encode() + _dump(v, inner) for v in value]
         return b"[\n" + b",\n".join(items) + b"\n" + indent.encode() + b"]"
-    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f" and np.isnan(value).any():
         # NaN is not JSON: a number that cannot be computed is null.
         return orjson.dumps([None if math.isnan(v) else v for v in value.tolist()])
     return orjson.dumps(value, option=_NUMPY)

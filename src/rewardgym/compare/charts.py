@@ -16,6 +16,7 @@ from html import escape
 import numpy as np
 
 from rewardgym.analysis.svg import frame
+from rewardgym.compare.stats import combos
 
 MAX_POINTS = 1500
 _SIZE, _PAD, _LEFT = 420, 24, 60
@@ -79,8 +80,10 @@ def scatter_svg(
     def py(v: float) -> float:
         return _PAD + plot * (1 - v)
 
-    stacked = np.stack([a["passes"], a["n"], b["passes"], b["n"]], axis=1)
-    unique, first, counts = np.unique(stacked, axis=0, return_index=True, return_counts=True)
+    unique, inverse = combos(a["passes"], a["n"], b["passes"], b["n"])
+    counts = np.bincount(inverse, minlength=unique.shape[0])
+    first = np.full(unique.shape[0], inverse.shape[0], np.int64)
+    np.minimum.at(first, inverse, np.arange(inverse.shape[0]))
     chosen = np.argsort(-counts, kind="stable")[:MAX_POINTS]
     peak = int(counts.max()) if counts.size else 1
     body = []

@@ -139,7 +139,7 @@ def compare_document(
         "comparisons": comparisons,
         "transition_names": list(stats.TRANSITIONS),
         "per_task": {
-            "key": [k.ljust(16, b"\0").hex() for k in matching.key.tolist()],
+            "key": [k.hex() for k in matching.key],
             "shown": shown,
             "runs": columns,
             "comparisons": per_comparison,

@@ -26,8 +26,8 @@ EXAMPLES = 5
 
 @dataclass(frozen=True)
 class Matching:
-    key: np.ndarray
-    """Keys of the matched tasks (``S16``)."""
+    key: list[bytes]
+    """Keys of the matched tasks."""
     position: list[IntArray]
     """Per run, the index of each matched task in that run's arrays."""
     unmatched: list[dict[str, Any]]
@@ -37,7 +37,7 @@ class Matching:
 
     @property
     def tasks(self) -> int:
-        return int(self.key.shape[0])
+        return len(self.key)
 
     @property
     def unmatched_total(self) -> int:
@@ -46,26 +46,24 @@ class Matching:
 
 def match_runs(runs: list[RunTasks]) -> Matching:
     """Tasks present in every run (see module doc)."""
-    common = runs[0].key
-    for run in runs[1:]:
-        common = np.intersect1d(common, run.key)
-    position = []
+    # Dictionaries of the exact 16-byte keys: no sorting of byte strings, no truncated key.
+    where = [{key: i for i, key in enumerate(run.key)} for run in runs]
+    shared = set(where[0]).intersection(*where[1:])
+    common = [key for key in runs[0].key if key in shared]
+    position = [np.array([at[key] for key in common], np.int64) for at in where]
     unmatched = []
     for run in runs:
-        order = np.argsort(run.key, kind="stable")
-        at = order[np.searchsorted(run.key, common, sorter=order)] if common.size else np.zeros(0, np.int64)
-        position.append(at.astype(np.int64))
-        alone = np.flatnonzero(~np.isin(run.key, common))
-        examples = [{"task": int(run.task[i]), "shown": run.shown[i]} for i in alone[:EXAMPLES].tolist()]
-        unmatched.append({"tasks": int(alone.size), "examples": examples})
-    measured = np.ones(common.shape[0], np.bool_)
+        alone = [i for i, key in enumerate(run.key) if key not in shared]
+        examples = [{"task": int(run.task[i]), "shown": run.shown[i]} for i in alone[:EXAMPLES]]
+        unmatched.append({"tasks": len(alone), "examples": examples})
+    measured = np.ones(len(common), np.bool_)
     for run, at in zip(runs, position, strict=True):
         measured &= run.n[at] > 0
     # In the first run's task order, so the per-task columns read like that run's files.
     keep = np.flatnonzero(measured)
     keep = keep[np.argsort(runs[0].task[position[0][keep]], kind="stable")]
     return Matching(
-        key=common[keep],
+        key=[common[i] for i in keep.tolist()],
         position=[at[keep] for at in position],
         unmatched=unmatched,
         no_rollouts=int((~measured).sum()),

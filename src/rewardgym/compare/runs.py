@@ -54,8 +54,8 @@ class RunTasks:
     kind: str
     """``"rollouts"`` or ``"profile"``."""
     inputs: Path | None
-    key: np.ndarray
-    """16-byte keys (dtype ``S16``)."""
+    key: list[bytes]
+    """16-byte keys."""
     shown: list[str]
     """How each key is shown: the ``--task-key`` value, else the task's prompt preview."""
     task: IntArray
@@ -88,22 +88,30 @@ def _unique(
     path: Path, kind: str, inputs: Path | None, keys: list[bytes], shown: list[str], task: IntArray,
     n: IntArray, passes: IntArray, rollouts: int,
 ) -> RunTasks:  # fmt: skip
-    key = np.array(keys, dtype="S16")
-    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    shared = counts[inverse] > 1
-    ambiguous: list[dict[str, Any]] = []
-    if shared.any():
-        groups: dict[bytes, list[int]] = {}
-        for i in np.flatnonzero(shared).tolist():
-            groups.setdefault(keys[i], []).append(int(task[i]))
-        first = {k: shown[int(np.flatnonzero(key == k)[0])] for k in list(groups)[:5]}
-        ambiguous = [{"tasks": t, "shown": first.get(k)} for k, t in groups.items()]
-    keep = ~shared
+    first: dict[bytes, int] = {}
+    groups: dict[bytes, list[int]] = {}
+    for i, key in enumerate(keys):
+        if first.setdefault(key, i) != i:
+            groups.setdefault(key, [first[key]]).append(i)
+    if not groups:
+        return RunTasks(path, kind, inputs, keys, shown, task, n, passes, rollouts, [])
+    ambiguous = [{"tasks": [int(task[i]) for i in at], "shown": shown[at[0]]} for at in groups.values()]
+    keep = np.ones(len(keys), np.bool_)
+    for at in groups.values():
+        keep[at] = False
+    kept = np.flatnonzero(keep).tolist()
     return RunTasks(
-        path=path, kind=kind, inputs=inputs, key=key[keep],
-        shown=[s for s, k in zip(shown, keep.tolist(), strict=True) if k], task=task[keep], n=n[keep],
-        passes=passes[keep], rollouts=rollouts, ambiguous=ambiguous,
-    )  # fmt: skip
+        path=path,
+        kind=kind,
+        inputs=inputs,
+        key=[keys[i] for i in kept],
+        shown=[shown[i] for i in kept],
+        task=task[keep],
+        n=n[keep],
+        passes=passes[keep],
+        rollouts=rollouts,
+        ambiguous=ambiguous,
+    )
 
 
 def _read_profile(path: Path, rule: KeyRule) -> RunTasks:
