@@ -74,3 +74,18 @@ def test_profile_rows_need_sample_and_rollout_infos(tmp_path: Path) -> None:
     bad.write_bytes(orjson.dumps({"_ng_task_index": 0, "sample": {}}) + b"\n")
     with pytest.raises(DataError, match=r"x_reward_profiling.jsonl:1: not a reward profile row"):
         read_run(bad, None, KeyRule())
+
+
+def test_a_nested_task_index_does_not_hide_tasks(tmp_path: Path) -> None:
+    """The inputs are skimmed by their last ``"_ng_task_index":`` text; a nested key of that name (after
+    the real one) makes every row look like task 0 — the re-read without skimming still finds each task."""
+    rows = [
+        {"_ng_task_index": t, "responses_create_params": {"input": f"q{t}"}, "meta": {"_ng_task_index": 0}}
+        for t in range(4)
+    ]
+    run = write_run(tmp_path / "a", "a", rows, [[1, 0]] * 4, seed=False)
+    text = (tmp_path / "a" / "a_materialized_inputs.jsonl").read_text()
+    assert text.count('"meta":{"_ng_task_index":0}') == 8
+    tasks = read_run(run, None, KeyRule())
+    assert tasks.task.tolist() == [0, 1, 2, 3]
+    assert tasks.shown == ["q0", "q1", "q2", "q3"]

@@ -10,7 +10,7 @@ Contract of :func:`read_run(path, inputs, how)`:
   rollouts and rollouts without a numeric reward are not counted; :mod:`rewardgym.analysis.uncertainty`);
   its task keys come from its materialized inputs — ``inputs``, else the sibling
   ``<stem>_materialized_inputs.jsonl`` (as ``gym eval analyze`` finds it) — one key per task index, from
-  the task's first row;
+  the task's first row (the other rows of a task are skimmed, not parsed);
 - errors are :class:`~rewardgym.errors.DataError` naming the file (and line): a missing file, an
   unreadable rollout line, a rollout whose task has no input row, a profile row without ``sample`` /
   ``rollout_infos``, a row without the ``--task-key`` field;
@@ -20,6 +20,7 @@ Contract of :func:`read_run(path, inputs, how)`:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,9 +33,11 @@ from rewardgym.analysis.sidecars import output_paths
 from rewardgym.analysis.uncertainty import pass_counts
 from rewardgym.compare.identity import content_key, field_key, preview
 from rewardgym.errors import DataError
-from rewardgym.io.jsonl import iter_jsonl
+from rewardgym.io.inputs import refuse_special_input
+from rewardgym.io.jsonl import iter_jsonl, parse_line
 
 PROFILE_SUFFIX = "_reward_profiling.jsonl"
+_INDEX = re.compile(rb'"_ng_task_index":\s*(-?\d+)\s*[,}]')
 
 
 @dataclass(frozen=True)
@@ -146,15 +149,29 @@ def _read_profile(path: Path, rule: KeyRule) -> RunTasks:
     )  # fmt: skip
 
 
-def _input_keys(inputs: Path, rule: KeyRule) -> dict[int, tuple[bytes, str]]:
-    """Key of each task index, from its first row in the materialized inputs."""
+def _input_keys(inputs: Path, rule: KeyRule, *, skim: bool = True) -> dict[int, tuple[bytes, str]]:
+    """Key of each task index, from its first row in the materialized inputs.
+
+    Only a task's first row is needed, and the other repeats are most of the file: with ``skim``, a line
+    whose last ``"_ng_task_index": N`` names a task already seen is skipped unparsed. That text can only
+    mislead (a string value that contains it) by hiding a task — never by keying a row under a wrong
+    task, since a kept row's index is the parsed one — and the caller re-reads without ``skim`` before
+    it reports a task as missing."""
     found: dict[int, tuple[bytes, str]] = {}
-    for line, row in iter_jsonl(inputs, what="Materialized inputs"):
-        task = row.get("_ng_task_index")
-        if type(task) is not int:
-            raise DataError(f"{inputs}:{line}: the row has no integer '_ng_task_index'")
-        if task not in found:
-            found[task] = _key(row, rule, f"{inputs}:{line}")
+    refuse_special_input(inputs, "Materialized inputs")
+    with open(inputs, "rb") as handle:
+        for line, raw in enumerate(handle, start=1):
+            if skim:
+                at = raw.rfind(b'"_ng_task_index":')
+                seen = _INDEX.match(raw, at) if at >= 0 else None
+                if seen is not None and int(seen[1]) in found:
+                    continue
+            row = parse_line(raw, inputs, line)
+            task = row.get("_ng_task_index")
+            if type(task) is not int:
+                raise DataError(f"{inputs}:{line}: the row has no integer '_ng_task_index'")
+            if task not in found:
+                found[task] = _key(row, rule, f"{inputs}:{line}")
     return found
 
 
@@ -182,6 +199,9 @@ def _read_rollouts(path: Path, inputs: Path | None, rule: KeyRule) -> RunTasks:
     n, s = pass_counts(starts, counted, passed)
     found = _input_keys(inputs, rule)
     missing = [t for t in task.tolist() if t not in found]
+    if missing:
+        found = _input_keys(inputs, rule, skim=False)
+        missing = [t for t in task.tolist() if t not in found]
     if missing:
         raise DataError(
             f"{path}: {len(missing)} task(s) have no row in '{inputs}' (first: task {missing[0]}); "
