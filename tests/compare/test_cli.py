@@ -53,6 +53,11 @@ def test_two_rollouts_runs(tmp_path: Path, runs: tuple[Path, Path]) -> None:
     assert c["observed"] == {"up": 3, "down": 1, "same": 16}
     assert c["overall"]["diff"] == pytest.approx((sum(B_PASSES) - sum(A_PASSES)) / 8 / TASKS)
     assert c["overall"]["verdict"] == "no detectable change"  # 1 of 20 tasks up by 8/8 is not enough
+    mdd = 100 * c["overall"]["minimum_detectable_difference"]
+    assert (
+        f"no change larger than ±{mdd:.1f} pp (a true difference of ±{mdd:.1f} pp is found with 80 % power)"
+        in run.stdout
+    )
     assert c["band_matrix"]["counts"][0][6] == 1 and c["band_matrix"]["counts"][6][0] == 1
     per_task = doc["per_task"]
     assert per_task["runs"][0]["task"] == list(range(TASKS))  # in A's task order

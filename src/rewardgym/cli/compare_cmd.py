@@ -39,6 +39,8 @@ def _pp(value: float) -> str:
 
 def summary(document: dict[str, Any], console: Console) -> None:
     """The printed summary of a comparison document."""
+    from rewardgym.compare.document import power_sentence
+
     match = document["matching"]
     runs = ", ".join(f"{r['label']} ({r['kind']}, {r['tasks']:,} tasks)" for r in document["runs"])
     console.print(f"Runs: {runs}", markup=False)
@@ -66,11 +68,7 @@ def summary(document: dict[str, Any], console: Console) -> None:
             f"{_pp(o['ci_high'])})",
             markup=False,
         )
-        console.print(
-            f"  minimum detectable difference at {100 * o['power']:.0f} % power: "
-            f"±{100 * o['minimum_detectable_difference']:.1f} pp",
-            markup=False,
-        )
+        console.print(f"  {power_sentence(o)}", markup=False)
         t, obs = c["transitions"], c["observed"]
         console.print(
             f"  per task (Fisher exact, Benjamini–Hochberg FDR {c['per_task_test']['fdr']:g}): "

@@ -44,6 +44,18 @@ class Settings:
     ignore_keys: tuple[str, ...] = ()
 
 
+def power_sentence(overall: dict[str, Any], *, capital: bool = False) -> str:
+    """What a comparison could have seen: its minimum detectable difference — for "no detectable change",
+    what that statement is worth."""
+    mdd = f"±{100 * overall['minimum_detectable_difference']:.1f} pp"
+    power = f"{100 * overall['power']:.0f} %"
+    if overall["verdict"] == "no detectable change":
+        text = f"no change larger than {mdd} (a true difference of {mdd} is found with {power} power)"
+    else:
+        text = f"minimum detectable difference at {power} power: {mdd}"
+    return text[0].upper() + text[1:] if capital else text
+
+
 def pairs(runs: int, against: str) -> list[tuple[int, int]]:
     if against == "previous":
         return [(k - 1, k) for k in range(1, runs)]

@@ -20,6 +20,7 @@ import orjson
 
 from rewardgym.analysis.report_page import CSS as REPORT_CSS
 from rewardgym.compare.charts import band_matrix_svg, scatter_svg
+from rewardgym.compare.document import power_sentence
 from rewardgym.compare.page import CSS, JS, SHOWN_ROWS
 
 MAX_ROWS = 20_000
@@ -96,8 +97,7 @@ def _comparison(document: dict[str, Any], index: int) -> str:
         f"<p>Mean pass rate over {c['tasks']:,} tasks: A {_pct(o['mean_a'])}, B {_pct(o['mean_b'])}; "
         f"difference <b>{_pp(o['diff'])}</b> ({level} paired bootstrap interval over tasks "
         f"{_pp(o['ci_low'])} to {_pp(o['ci_high'])}, {o['bootstrap_replicates']:,} replicates, seed "
-        f"{o['seed']}). Minimum detectable difference at {100 * o['power']:.0f} % power: "
-        f"±{100 * o['minimum_detectable_difference']:.1f} pp.</p>"
+        f"{o['seed']}). {escape(power_sentence(o, capital=True))}.</p>"
         f"<p class=muted>Per task: Fisher exact test, Benjamini–Hochberg at FDR "
         f"{c['per_task_test']['fdr']:g}: {c['per_task_test']['significant']:,} significant. Observed: "
         f"{obs['up']:,} up, {obs['down']:,} down, {obs['same']:,} same.</p>"
