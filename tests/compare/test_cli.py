@@ -184,3 +184,16 @@ def test_bad_flags_exit_2(tmp_path: Path, runs: tuple[Path, Path]) -> None:
         run = cli("eval", "compare", *args)
         assert run.returncode == 2, (args, run.stderr)
         assert message in run.stderr, run.stderr
+
+
+def test_inputs_given_explicitly(tmp_path: Path, runs: tuple[Path, Path]) -> None:
+    a, b = runs
+    moved = tmp_path / "a_inputs.jsonl"
+    a.with_name("rollouts_materialized_inputs.jsonl").rename(moved)
+    out = tmp_path / "c.json"
+    other = b.with_name("rollouts_materialized_inputs.jsonl")
+    run = cli("eval", "compare", str(a), str(b), "--inputs", str(moved), "--inputs", str(other),
+              "-o", str(out), "--no-html")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert _doc(out)["runs"][0]["inputs"] == str(moved)
+    assert _doc(out)["comparisons"][0]["transitions"]["newly_failed"] == 1
