@@ -95,7 +95,9 @@ def summary(document: dict[str, Any], console: Console) -> None:
 def compare_command(
     runs: Annotated[
         list[Path],
-        typer.Argument(help="Two or more runs: rollouts files (with materialized inputs) or profiles."),
+        typer.Argument(
+            metavar="RUN", help="Two or more runs: rollouts files (with materialized inputs) or profiles."
+        ),
     ],
     inputs: Annotated[
         list[Path] | None,
