@@ -131,10 +131,28 @@ def test_transitions_and_band_matrix() -> None:
 
 def test_minimum_detectable_difference_has_the_stated_power() -> None:
     se = 0.01
-    mdd = stats.minimum_detectable(se, LEVEL, 0.8)
-    assert mdd == pytest.approx((1.959964 + 0.841621) * se, rel=1e-5)
-    assert stats.power_at(mdd, se, LEVEL) == pytest.approx(0.8, abs=1e-3)
-    assert stats.power_at(0.0, se, LEVEL) == pytest.approx(0.05, abs=1e-9)
+    mdd = stats.minimum_detectable(se, LEVEL, 0.8, tasks=10**6)
+    assert mdd == pytest.approx((1.959964 + 0.841621) * se, rel=1e-5)  # many tasks: the normal test
+    assert stats.power_at(mdd, se, LEVEL, tasks=10**6) == pytest.approx(0.8, abs=1e-3)
+    assert stats.power_at(0.0, se, LEVEL, tasks=10**6) == pytest.approx(0.05, abs=1e-6)
+    # 10 tasks: sqrt(10 / 9) * t(0.975, 9) = 1.0540926 * 2.262157 (the t table)
+    assert stats.critical(LEVEL, 10) == pytest.approx(2.384523, rel=1e-5)
+    assert stats.minimum_detectable(se, LEVEL, 0.8, tasks=10) == pytest.approx((2.384523 + 0.841621) * se)
+
+
+@pytest.mark.parametrize("tasks", [10, 20])
+def test_few_tasks_keep_the_nominal_level(tasks: int) -> None:
+    """The expanded interval: with 10 or 20 tasks the plain percentile interval calls 7–10 % of
+    no-change comparisons a change; this one stays at the level (400 comparisons each)."""
+    rng = np.random.default_rng(12 + tasks)
+    p = rng.beta(0.5, 0.5, tasks)
+    trials = 400
+    false = sum(
+        _decide(simulate(p, 8, rng), simulate(p, 8, rng), seed=k, per_task=False)[0] != "no detectable change"
+        for k in range(trials)
+    )
+    print(f"{tasks} tasks: {false}/{trials} false verdicts")
+    assert false / trials <= 0.05 + _tolerance(0.05, trials)
 
 
 def _decide(a: np.ndarray, b: np.ndarray, seed: int, *, per_task: bool = True) -> tuple[str, int, float]:
@@ -144,7 +162,7 @@ def _decide(a: np.ndarray, b: np.ndarray, seed: int, *, per_task: bool = True) -
     significant = 0
     if per_task:
         significant = int((stats.bh_qvalues(stats.fisher_p(n, s_a, n, s_b)) <= 0.05).sum())
-    return stats.verdict(boot), significant, stats.minimum_detectable(boot.se, LEVEL, 0.8)
+    return stats.verdict(boot), significant, stats.minimum_detectable(boot.se, LEVEL, 0.8, a.shape[0])
 
 
 def _tolerance(rate: float, trials: int) -> float:
@@ -183,8 +201,8 @@ def test_a_real_change_is_detected_with_the_stated_power() -> None:
         mdds.append(mdd)
     power = detected / trials
     mdd = float(np.mean(mdds))
-    se = mdd / (1.959964 + 0.841621)
-    predicted = stats.power_at(0.03, se, LEVEL)
+    se = mdd / (stats.critical(LEVEL, 400) + 0.841621)
+    predicted = stats.power_at(0.03, se, LEVEL, 400)
     print(
         f"detected {detected}/{trials} (power {power:.2f}, predicted {predicted:.2f}) at a true +3 pp; "
         f"mean MDD {100 * mdd:.1f} pp"

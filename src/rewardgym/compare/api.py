@@ -111,9 +111,9 @@ def compare_files(
     matching = match_runs(read)
     if matching.unmatched_total and not allow_unmatched:
         raise _unmatched_error(read, matching, names)
-    if matching.tasks == 0:
+    if matching.tasks < 2:
         raise DataError(
-            "no task is in every run with counted rollouts: "
+            f"{matching.tasks} task(s) in every run with counted rollouts; a comparison needs at least 2: "
             + ", ".join(f"'{r.path}' has {r.task.shape[0]} tasks" for r in read)
         )
     document = compare_document(read, names, matching, settings)

@@ -80,7 +80,9 @@ def _comparison(
     code = stats.transitions(a["passes"], a["rate"], b["passes"], b["rate"], significant)
     d = b["rate"] - a["rate"]
     boot = stats.paired_bootstrap(d, settings.replicates, settings.seed, settings.level)
-    mdd = stats.minimum_detectable(boot.se, settings.level, settings.power)
+    tasks = int(d.shape[0])
+    mdd = stats.minimum_detectable(boot.se, settings.level, settings.power, tasks)
+    power_at = {f"{delta:g}": stats.power_at(delta, boot.se, settings.level, tasks) for delta in POWER_DELTAS}
     counts = np.bincount(code, minlength=len(stats.TRANSITIONS))
     overall = {
         "mean_a": float(a["rate"].mean()), "mean_b": float(b["rate"].mean()), "diff": boot.diff,
@@ -88,7 +90,7 @@ def _comparison(
         "se": boot.se, "bootstrap_replicates": boot.replicates, "seed": settings.seed,
         "distinct_differences": boot.distinct,
         "minimum_detectable_difference": mdd, "power": settings.power,
-        "power_at": {f"{delta:g}": stats.power_at(delta, boot.se, settings.level) for delta in POWER_DELTAS},
+        "power_at": power_at,
     }  # fmt: skip
     block = {
         "tasks": int(d.shape[0]),

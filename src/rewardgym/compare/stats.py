@@ -14,14 +14,18 @@ Contract (``n`` counted rollouts and ``s`` passes per task, run A the reference,
   ``regressed`` by the direction of the pass rates; every other task is ``unchanged`` (no detectable
   change at that FDR — its observed rates may still differ);
 - :func:`paired_bootstrap`: the difference of mean pass rate (tasks weigh the same; the per-task
-  difference d = rate_B − rate_A keeps the repeats nested in their task) and its percentile interval from
-  resampling tasks with replacement. Resampling T tasks is a multinomial draw over the distinct values
-  of d, which is exactly the same distribution at a cost independent of T; with more than
+  difference d = rate_B − rate_A keeps the repeats nested in their task) and its *expanded* percentile
+  interval from resampling tasks with replacement: the quantiles at Φ(−√(T/(T−1)) · t₁₋α/₂,T−1) instead
+  of α/2 (Hesterberg 2015), because the plain percentile interval is too narrow for few tasks (10
+  tasks: 10 % false calls at the 5 % level instead of 5 %); for many tasks the two agree. Resampling T
+  tasks is a multinomial draw over the distinct values of d, which is exactly the same distribution at
+  a cost independent of T; with more than
   :data:`DISTINCT_MAX` distinct values tasks are resampled by index, in blocks. Seeded;
 - :func:`verdict`: ``improved`` when the interval lies above 0, ``regressed`` below, else
   ``no detectable change``;
 - :func:`minimum_detectable`: the smallest true difference the same test finds with the given power,
-  (z₁₋α/₂ + z_power) × SE with SE the bootstrap standard error; :func:`power_at` the power at a
+  (critical + z_power) × SE with SE the bootstrap standard error and :func:`critical` the interval's
+  critical value; :func:`power_at` the power at a
   difference (normal approximation of the bootstrap distribution).
 """
 
@@ -134,6 +138,23 @@ class Bootstrap:
     """Distinct per-task differences (the multinomial draw's support, or the index path when large)."""
 
 
+def critical(level: float, tasks: int) -> float:
+    """The critical value of the expanded interval: sqrt(T / (T − 1)) · t₁₋α/₂ with T − 1 degrees of
+    freedom (the plain percentile interval's is z₁₋α/₂, too small for few tasks)."""
+    from scipy.special import stdtrit
+
+    if tasks < 2:
+        raise ValueError("a paired bootstrap needs at least two tasks")
+    return math.sqrt(tasks / (tasks - 1)) * float(stdtrit(tasks - 1, 1 - (1 - level) / 2))
+
+
+def expanded_tail(level: float, tasks: int) -> float:
+    """Tail probability of the expanded percentile interval: Φ(−critical) (Hesterberg 2015)."""
+    from scipy.special import ndtr
+
+    return float(ndtr(-critical(level, tasks)))
+
+
 def paired_bootstrap(d: FloatArray, replicates: int, seed: int, level: float) -> Bootstrap:
     """Mean of ``d`` with its percentile interval over tasks (see module doc)."""
     rng = np.random.default_rng(seed)
@@ -151,8 +172,8 @@ def paired_bootstrap(d: FloatArray, replicates: int, seed: int, level: float) ->
         for start in range(0, replicates, block):
             k = min(block, replicates - start)
             means[start : start + k] = d[rng.integers(0, tasks, size=(k, tasks))].mean(axis=1)
-    alpha = 1.0 - level
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
+    tail = expanded_tail(level, tasks)
+    low, high = np.quantile(means, [tail, 1 - tail])
     se = float(means.std(ddof=1)) if replicates > 1 else 0.0
     return Bootstrap(float(d.mean()), float(low), float(high), se, replicates, int(values.shape[0]))
 
@@ -165,18 +186,18 @@ def verdict(boot: Bootstrap) -> str:
     return "no detectable change"
 
 
-def minimum_detectable(se: float, level: float, power: float) -> float:
-    """Smallest true difference detected with ``power`` by a two-sided test at ``level``."""
+def minimum_detectable(se: float, level: float, power: float, tasks: int) -> float:
+    """Smallest true difference detected with ``power`` by the two-sided test at ``level``."""
     from scipy.special import ndtri
 
-    return float((ndtri(1 - (1 - level) / 2) + ndtri(power)) * se)
+    return float((critical(level, tasks) + ndtri(power)) * se)
 
 
-def power_at(delta: float, se: float, level: float) -> float:
+def power_at(delta: float, se: float, level: float, tasks: int) -> float:
     """Power of the two-sided test at a true difference ``delta``."""
-    from scipy.special import ndtr, ndtri
+    from scipy.special import ndtr
 
-    z = float(ndtri(1 - (1 - level) / 2))
+    z = critical(level, tasks)
     if se <= 0:
         return 1.0 if delta != 0 else 0.0
     return float(ndtr(delta / se - z) + ndtr(-delta / se - z))
