@@ -194,3 +194,7 @@ def _fmt(value: float | None, percent: bool) -> str:
     if value is None:
         return "–"
     return f"{100 * value:.0f} %" if percent else f"{value:,.0f}"
+
+
+frame = _frame
+"""The chart frame, public for the other pages drawn in the report's style (``gym eval compare``)."""

@@ -60,6 +60,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.analyze_cmd",
     "rewardgym.cli.export_cmd",
     "rewardgym.cli.data_cmd",
+    "rewardgym.cli.compare_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -76,6 +77,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.analyze_cmd": "eval",
     "rewardgym.cli.export_cmd": "eval",
     "rewardgym.cli.data_cmd": "data",
+    "rewardgym.cli.compare_cmd": "eval",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -88,6 +90,7 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.analyze_cmd": {"analyze", "health-check"},
     "rewardgym.cli.export_cmd": {"export"},
     "rewardgym.cli.data_cmd": {"select"},
+    "rewardgym.cli.compare_cmd": {"compare"},
 }
 _ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
 
