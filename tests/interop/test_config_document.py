@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import yaml
+from omegaconf import OmegaConf
 
 from rewardgym.config.secrets import secret_forms
 from rewardgym.launch.child_spec import ChildSpec, InstanceRecord
@@ -59,7 +60,10 @@ def _specs() -> list[ChildSpec]:
         "peers": {"env": "http://127.0.0.1:2002"},
         "log_dir": Path("/var/log/x"),
     }  # fmt: skip
-    env = {"name": "env", "host": "127.0.0.1", "port": 2002, "domain": "math", "datasets": [{"name": "d"}]}
+    env = {
+        "name": "env", "host": "127.0.0.1", "port": 2002, "domain": "math", "datasets": [{"name": "d"}],
+        "description": "literal ${not.an.interpolation} text",
+    }  # fmt: skip
     agent = {
         "name": "agent", "host": "127.0.0.1", "port": 2003, "max_steps": 4,
         "resources_server": {"type": "resources_servers", "name": "env"},
@@ -91,6 +95,11 @@ def test_document_has_nemo_gym_shape_and_no_secret() -> None:
     _assert_no_secret(body.decode())
     _assert_no_secret(text)
     assert yaml.safe_load(text) == document
+    # as NeMo Gym reads it: OmegaConf, interpolations resolved — literal text stays literal
+    read = OmegaConf.to_container(OmegaConf.create(text), resolve=True)
+    assert isinstance(read, dict)
+    assert read["env"]["resources_servers"]["mcqa"]["description"] == "literal ${not.an.interpolation} text"
+    assert read["agent"]["responses_api_agents"]["simple_agent"]["port"] == 2003
     assert document["head_server"] == {"host": "127.0.0.1", "port": 2000}
     model = document["policy_model"]["responses_api_models"]["openai_model"]
     assert model == {

@@ -21,12 +21,15 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 import yaml
+from omegaconf import OmegaConf
 
 from rewardgym.config.secrets import secret_forms
 from rewardgym.launch.serve import ThreadedServer
 from tests.stubs.nemo_gym_stack import INTEROP
 from tests.stubs.openai_stub import StubState, start_stub
 from tests.stubs.processes import GymProcess, kill_marked, new_marker, start_env
+
+pytestmark = pytest.mark.slow  # one real `gym env start` for the module (≈ 6-10 s on the 2-core machine)
 
 API_KEY = "sk-interop-KEY-7f3a9c1e5b"
 HEADER_SECRET = "hdr-interop-8d2e4f6a1c"
@@ -123,8 +126,10 @@ def test_nemo_gym_request_sequence_completes_on_our_stack(our_stack: str) -> Non
         path = urlsplit(entry["url"]).path
         if path == "/global_config_dict_yaml":
             status, body = _http("GET", f"{head}{path}")
-            # NeMo Gym: json.loads(body) is YAML text, parsed by OmegaConf (a YAML parser)
-            document = yaml.safe_load(json.loads(body))
+            # NeMo Gym: json.loads(body) is YAML text, which it loads with OmegaConf.create
+            loaded = OmegaConf.to_container(OmegaConf.create(json.loads(body)), resolve=True)
+            assert isinstance(loaded, dict)
+            document = {str(k): v for k, v in loaded.items()}
             assert status == 200 and document["head_server"]["port"] == urlsplit(head).port
             continue
         target = _environment_server_for(document, AGENT)

@@ -20,7 +20,9 @@ shape built only from what a collector needs, **with every secret removed**:
   calls to its agent byte for byte, so pointing the relay at the agent gives the collector the same answers
   without an extra process or hop; the agent serves ``/run`` and ``/aggregate_metrics`` itself.
 
-The document is built once per head (the instances and their ports do not change while it runs).
+String values are escaped so that NeMo Gym's OmegaConf reads them back as the same literal text (``${``
+gets a backslash before it). The document is built once per head (the instances and their ports do not
+change while it runs).
 """
 
 from __future__ import annotations
@@ -71,12 +73,18 @@ class _Scrubber:
             items = [self.scrub(item) for item in value]
             return True, [scrubbed for keep, scrubbed in items if keep]
         if isinstance(value, str):
-            return not self.leaks(value), value
+            return not self.leaks(value), _literal(value)
         if value is None or isinstance(value, bool | int | float):
             return True, value
         # Anything else (a path object, …) is served as its text, under the same check.
         text = str(value)
-        return not self.leaks(text), text
+        return not self.leaks(text), _literal(text)
+
+
+def _literal(text: str) -> str:
+    """``text`` as OmegaConf reads it back verbatim: NeMo Gym loads the document with OmegaConf, which would
+    take a resolved value containing ``${`` for an interpolation (and fail on resolving it)."""
+    return text.replace("${", "\\${")
 
 
 def _relay_name(agent: str, taken: set[str]) -> str:
