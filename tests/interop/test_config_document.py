@@ -39,13 +39,14 @@ KNOWN = "known-0011-ünïcode/&?="  # a secret the supervisor knows, kept under 
 HEADER = "hdr-0012-abcdefgh"
 URL_USER = "urluser-0013-abcdefgh"
 SHAPED = "sk-shape0014abcdefghijkl"  # an OpenAI key shape, never registered anywhere
-ALL_SECRETS = [*KEYED.values(), KNOWN, HEADER, URL_USER, SHAPED]
+PATH_TOKEN = "pathtok0015abcdefgh"  # a token in an upstream URL's path: no pattern can see it
+ALL_SECRETS = [*KEYED.values(), KNOWN, HEADER, URL_USER, SHAPED, PATH_TOKEN]
 
 
 def _specs() -> list[ChildSpec]:
     model = {
         "name": "policy_model", "host": "127.0.0.1", "port": 2001,
-        "openai_model": "m-1", "openai_base_url": "http://127.0.0.1:9/v1",
+        "openai_model": "m-1", "openai_base_url": f"https://gw.example/key/{PATH_TOKEN}/v1",
         **KEYED,
         "openai_default_headers": {"X-Custom": HEADER},
         "extra_body": {
@@ -103,8 +104,7 @@ def test_document_has_nemo_gym_shape_and_no_secret() -> None:
     assert document["head_server"] == {"host": "127.0.0.1", "port": 2000}
     model = document["policy_model"]["responses_api_models"]["openai_model"]
     assert model == {
-        "openai_model": "m-1", "openai_base_url": "http://127.0.0.1:9/v1",
-        "extra_body": {"items": ["fine", {}]}, "host": "127.0.0.1", "port": 2001,
+        "openai_model": "m-1", "extra_body": {"items": ["fine", {}]}, "host": "127.0.0.1", "port": 2001,
     }  # fmt: skip
     assert document["env"]["resources_servers"]["mcqa"]["datasets"] == [{"name": "d"}]
     agent = document["agent"]["responses_api_agents"]["simple_agent"]

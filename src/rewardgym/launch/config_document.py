@@ -9,7 +9,8 @@ shape built only from what a collector needs, **with every secret removed**:
   ``head_server: {host, port}``;
 * removed from each instance's settings: every key that names a secret (:func:`~rewardgym.config.secrets.
   is_secret_key`: ``*api_key``, ``*token``, ``*secret``, ``*password``, ``authorization`` …), every
-  ``*headers`` block (credentials travel there under arbitrary names), our own plumbing (``peers``,
+  ``*headers`` block (credentials travel there under arbitrary names), every ``*url`` / ``*urls`` value
+  (upstream URLs, which may carry a token in their path), our own plumbing (``peers``,
   ``log_dir``, ``http``), and every value — string or mapping key — that holds a secret value known to the
   supervisor in any encoding, a credential shape (``sk-…``, ``Bearer …``, ``api_key=…``) or a URL with
   ``user:password@``. Removed means absent: no ``***`` placeholder is served;
@@ -40,6 +41,9 @@ RELAY_IMPLEMENTATION = "legacy_agent"
 ``_ng_result_type``)."""
 RELAY_SUFFIX = "_environment_server"
 _PLUMBING_KEYS = frozenset({"peers", "log_dir", "http"})
+_DROPPED_SUFFIXES = ("headers", "url", "urls")
+"""Header blocks carry credentials under arbitrary names; upstream URLs may hold a token in their path
+(``…/key/<token>/v1``), which no pattern can tell from a route. A collector needs neither."""
 
 
 class _Scrubber:
@@ -56,7 +60,7 @@ class _Scrubber:
         if not isinstance(key, str):
             return False
         norm = key.strip().lower().replace("-", "_")
-        return is_secret_key(key) or norm.endswith("headers") or self.leaks(key)
+        return is_secret_key(key) or norm.endswith(_DROPPED_SUFFIXES) or self.leaks(key)
 
     def scrub(self, value: Any) -> tuple[bool, Any]:
         """``(keep, cleaned)`` for one value; ``keep`` is false for a value that must not be served at all."""
