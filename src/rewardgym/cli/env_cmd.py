@@ -53,6 +53,7 @@ from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.child_spec import ChildSpec
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.head_records import read_records
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
@@ -205,6 +206,24 @@ def _query(head: tuple[str, dict[str, str]], path: str) -> Any:
         ) from None
 
 
+async def _probe_each(instances: list[dict[str, Any]], headers: dict[str, str]) -> list[dict[str, Any]]:
+    """``GET /`` of every instance (2 s, one attempt): any answer below 500 is healthy."""
+
+    async def probe(client: HttpClient, inst: dict[str, Any]) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": inst["name"]}
+        try:
+            reply = await client.get(
+                f"{inst['url']}/", timeout_s=2.0, max_attempts=1, headers=headers, raise_for_status=False
+            )
+            entry["healthy"] = reply.status < 500
+        except UpstreamError as exc:
+            entry["healthy"], entry["error"] = False, exc.kind
+        return entry
+
+    async with HttpClient() as client:
+        return list(await asyncio.gather(*(probe(client, inst) for inst in instances)))
+
+
 @env_app.command("status", context_settings=OVERRIDE_CONTEXT)
 def status(
     ctx: typer.Context,
@@ -213,8 +232,13 @@ def status(
 ) -> None:
     """Show the running servers and whether each one answers."""
     head = _head_url(ctx, head_url)
-    instances = _query(head, "/server_instances")
-    health = {entry["name"]: entry for entry in _query(head, "/health")["servers"]}
+    # Ours or a NeMo Gym 0.7.0 head (its records use other field names; launch.head_records).
+    instances = [r.model_dump() for r in read_records(_query(head, "/server_instances")) or []]
+    servers = _query(head, "/health")
+    servers = servers.get("servers") if isinstance(servers, dict) else None
+    if not isinstance(servers, list):  # a NeMo Gym head answers one status only: probe each server here
+        servers = asyncio.run(_probe_each(instances, head[1]))
+    health = {entry["name"]: entry for entry in servers if isinstance(entry, dict) and "name" in entry}
     rows = [
         {**inst, **{k: v for k, v in health.get(inst["name"], {}).items() if k != "url"}}
         for inst in instances
@@ -234,10 +258,10 @@ def status(
                 mark,
                 row["name"],
                 row["kind"],
-                row["implementation"],
+                row["implementation"] or "",
                 row["url"],
                 str(row.get("pid")),
-                row["status"],
+                row["status"] or "",
             )
         _out.print(table)
         _say(f"{healthy} of {len(rows)} servers healthy")

@@ -1,10 +1,11 @@
 """Where the agents are: a running ``gym env start`` (``--no-serve``) or servers this command starts.
 
 ``--no-serve`` asks the head registry for its instances (URLs only — the registry never serves secrets;
-credentials come from this process's own env.yaml and flags). Without it, :class:`ServedStack` starts the
-configured servers (the same supervisor as ``gym env start``, with its head on a ``head_server.port`` the
-config sets, else on a free port in ``port_range_low..port_range_high``), hands out
-the agent URLs, watches the children during the run and stops everything afterwards.
+credentials come from this process's own env.yaml and flags). The registry may be ours or a NeMo Gym 0.7.0
+head: both record shapes are read (:mod:`rewardgym.launch.head_records`). Without it, :class:`ServedStack`
+starts the configured servers (the same supervisor as ``gym env start``, with its head on a
+``head_server.port`` the config sets, else on a free port in ``port_range_low..port_range_high``), hands
+out the agent URLs, watches the children during the run and stops everything afterwards.
 
 Both hand the runner an :class:`~rewardgym.collect.watch.AgentDirectory`: the agents of a running
 ``gym env start`` remember their head registry (the runner watches it with a
@@ -29,6 +30,7 @@ from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.head_records import read_records
 from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
 
 AGENT_KIND = "responses_api_agents"
@@ -57,15 +59,15 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
             "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
             "'gym eval run' start them itself"
         ) from None
-    if not isinstance(records, list):
+    parsed = read_records(records)
+    if parsed is None:
         raise ServerError(f"{head_url}/server_instances did not answer a list of instances")
-    agents = {r["name"]: r["url"] for r in records if isinstance(r, dict) and r.get("kind") == AGENT_KIND}
+    # Ours or NeMo Gym 0.7.0's record shape (launch.head_records): both name the instance and its kind.
+    agents = {r.name: r.url for r in parsed if r.kind == AGENT_KIND}
     # Which policy the running servers serve: recorded in the run fingerprint, so --resume onto servers of
     # another model is refused (the registry reports model names, never URLs or keys).
     models = {
-        str(r["name"]): {"implementation": r.get("implementation"), "model": r.get("model")}
-        for r in records
-        if isinstance(r, dict) and r.get("kind") == MODEL_KIND and "name" in r
+        r.name: {"implementation": r.implementation, "model": r.model} for r in parsed if r.kind == MODEL_KIND
     }
     return AgentDirectory(agents, head_url=head_url, models=models)
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, UpstreamTimeout
+from rewardgym.launch.head_records import read_records
 
 
 class StackGuard(Protocol):
@@ -180,7 +181,9 @@ class HeadWatch:
         except UpstreamError:
             return None
         self._timeouts = 0
-        return [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
+        # Our records or a NeMo Gym head's, read into our field names (a NeMo Gym record has no lifecycle
+        # status, so only a refused connection or /health can show a death there).
+        return [r.model_dump() for r in read_records(records) or []]
 
     async def _inspect(self, *, full: bool) -> None:
         records = await self._records()
@@ -200,7 +203,7 @@ class HeadWatch:
                 except UpstreamError:
                     again = None
                 if isinstance(again, list):
-                    found = describe_records([r for r in again if isinstance(r, dict)]) or found
+                    found = describe_records([r.model_dump() for r in read_records(again) or []]) or found
         if found is not None:
             self._died(found)
 

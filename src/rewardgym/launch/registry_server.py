@@ -3,16 +3,23 @@
 Endpoints (all ``GET``):
 - ``/`` → ``{"status": "ok", "name": <instance>}`` (liveness);
 - ``/server_instances`` → a list of :class:`~rewardgym.launch.child_spec.InstanceRecord`
-  (``name, kind, implementation, url, pid, status, started_at, exit_code``);
+  (``name, kind, implementation, url, pid, status, started_at, exit_code, model``), each with the fields
+  NeMo Gym 0.7.0's tools index added (``process_name`` = name, ``server_type`` = kind, ``host``, ``port``,
+  ``start_time`` = started_at; docs/reference/nemo_gym_interop.md §2);
 - ``/health`` → ``{"status": "ok" | "degraded", "servers": [{name, url, healthy, latency_ms, error?}]}``,
   probing every instance's ``GET /`` concurrently with a short timeout;
 - ``/supervisor`` → ``{"pid", "started_at", "version"}`` of the process that owns the instances (used by
-  ``gym env stop``).
+  ``gym env stop``);
+- ``/global_config_dict_yaml`` → for NeMo Gym 0.7.0's collector: a JSON string holding, as YAML, the
+  secret-free config document of :mod:`rewardgym.launch.config_document` (instances, ports, the
+  environment-server relay entries its collector needs; every secret removed). Served only when the
+  supervisor gives the head its specs.
 Anything else is answered 404 (405 for another method) with the JSON error body of every server.
 
 Only these fields are served. The resolved config — which holds API keys, session secrets and auth
-tokens — is never exposed: a client in another process (``gym eval run --no-serve``, ``gym env status``)
-takes URLs from here and credentials from its own ``env.yaml``/flags.
+tokens — is never exposed (the config document above is rebuilt from the instances without any of them):
+a client in another process (``gym eval run --no-serve``, ``gym env status``) takes URLs from here and
+credentials from its own ``env.yaml``/flags.
 
 :class:`HeadServer` runs inside the supervisor process while the children boot on the same cores, so it is a
 small Starlette app rather than a FastAPI :class:`~rewardgym.servers.base.BaseServer` (importing FastAPI costs
@@ -30,6 +37,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -48,6 +56,20 @@ from rewardgym.servers.wire import error_body, json_response
 PROBE_TIMEOUT_S = 2.0
 
 
+def _with_nemo_gym_aliases(record: dict[str, Any]) -> dict[str, Any]:
+    """Our record plus the fields NeMo Gym 0.7.0's tools index (``gym env status`` reads ``process_name``,
+    ``server_type``, ``host``, ``port``, ``start_time``); ``name`` keeps our meaning (the instance)."""
+    split = urlsplit(record["url"])
+    return {
+        **record,
+        "process_name": record["name"],
+        "server_type": record["kind"],
+        "host": split.hostname,
+        "port": split.port,
+        "start_time": record.get("started_at"),
+    }
+
+
 class HeadServerConfig(ServerConfig):
     """Settings of the head registry (``head_server`` in the config: host and port)."""
 
@@ -61,6 +83,7 @@ class HeadServer:
         *,
         instances: Callable[[], list[InstanceRecord]],
         supervisor_pid: int | None = None,
+        config_document: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.config = (
             config if isinstance(config, HeadServerConfig) else HeadServerConfig.model_validate(config)
@@ -71,6 +94,8 @@ class HeadServer:
         self._pid = supervisor_pid or os.getpid()
         self._started_at = time.time()
         self._http: HttpClient | None = None
+        self._config_document = config_document
+        self._document_body: bytes | None = None
 
     @property
     def http(self) -> HttpClient:
@@ -104,12 +129,21 @@ class HeadServer:
         return json_response({"status": "ok", "name": self.config.name})
 
     async def _instances_route(self, _request: Request) -> Response:
-        return json_response([record.model_dump(mode="json") for record in self._instances()])
+        return json_response([_with_nemo_gym_aliases(r.model_dump(mode="json")) for r in self._instances()])
 
     async def _supervisor_route(self, _request: Request) -> Response:
         return json_response(
             {"pid": self._pid, "started_at": self._started_at, "version": rewardgym.__version__}
         )
+
+    async def _config_route(self, _request: Request) -> Response:
+        if self._config_document is None:
+            raise HTTPException(404, "this head serves no config document")
+        if self._document_body is None:
+            from rewardgym.launch.config_document import document_body
+
+            self._document_body = document_body(self._config_document())
+        return Response(self._document_body, media_type="application/json")
 
     async def _probe(self, record: InstanceRecord) -> dict[str, Any]:
         started = time.perf_counter()
@@ -154,6 +188,7 @@ class HeadServer:
             Route("/server_instances", self._guarded(self._instances_route), methods=["GET"]),
             Route("/health", self._guarded(self._health_route), methods=["GET"]),
             Route("/supervisor", self._guarded(self._supervisor_route), methods=["GET"]),
+            Route("/global_config_dict_yaml", self._guarded(self._config_route), methods=["GET"]),
         ]
         return Starlette(
             routes=routes, lifespan=lifespan, exception_handlers={HTTPException: self._http_error}

@@ -256,7 +256,16 @@ class Supervisor:
             "log_dir": self.options.log_dir,
             "auth_token": self.options.auth_token,
         }
-        head = HeadServer(config, instances=self.records)
+        from rewardgym.launch.config_document import config_document
+
+        specs = [child.spec for child in self._children]
+        head = HeadServer(
+            config,
+            instances=self.records,
+            config_document=lambda: config_document(
+                specs, head_host=self.options.head_host, head_port=self.options.head_port
+            ),
+        )
         self._head = _embedded_uvicorn(uvicorn_config(head))
         self._head_task = asyncio.create_task(self._head.serve())
         deadline = time.monotonic() + 10.0
