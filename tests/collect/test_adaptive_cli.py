@@ -110,8 +110,8 @@ def test_kill_9_mid_round_then_resume_continues_the_rounds(
         (["--adaptive", "--adaptive-confidence", "1.5"], "--adaptive-confidence must be in (0.5, 1)"),
         (["--adaptive", "--adaptive-boundary", "0"], "--adaptive-boundary must be a pass rate in (0, 1)"),
         (
-            ["--adaptive", "--adaptive-budget", "100"],
-            "--adaptive-budget 100 is smaller than the first round: 120",
+            ["--adaptive", "--adaptive-budget", "50"],
+            "--adaptive-budget 50 is smaller than the first round: 60",
         ),
     ],
 )

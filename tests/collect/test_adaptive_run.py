@@ -197,3 +197,31 @@ async def test_files_are_a_fixed_run_restricted_to_its_keys_and_profile_alike(
     assert all(row["reward_profile_completion_pct"] == 100.0 for row in profiled)
     counts = _per_task(_lines(adaptive.with_name("rollouts_materialized_inputs.jsonl")))
     assert {row["_ng_task_index"]: row["num_rollouts"] for row in profiled} == counts
+
+
+async def test_resume_runs_appended_rows_and_cuts_a_row_torn_mid_append(
+    tmp_path: Path, agent: BernoulliAgent
+) -> None:
+    policy = AdaptivePolicy(initial=4, max_per_task=16)
+    output, _ = await _run(tmp_path, agent, policy)
+    materialized = output.with_name("rollouts_materialized_inputs.jsonl")
+    rows = _lines(materialized)
+    counts = _per_task(rows)
+    task = next(t for t, n in counts.items() if n < 16)  # room for one more
+    first = next(r for r in rows if r["_ng_task_index"] == task and r["_ng_rollout_index"] == 0)
+    # a round killed after appending one row (never run), then inside the next row's write
+    appended = orjson.dumps({**first, "_ng_rollout_index": counts[task]}) + b"\n"
+    torn = orjson.dumps({**first, "_ng_rollout_index": counts[task] + 1})[:25]
+    with open(materialized, "ab") as handle:
+        handle.write(appended + torn)
+    settings = CollectSettings(
+        output=output, resume=True, concurrency=8, disable_aggregation=True, live_progress=False
+    )
+    printed = io.StringIO()
+    summary = await run_collection(settings, {"agent": agent.url}, out=printed)
+    assert summary.stop_reason is None
+    assert f"{materialized}:{len(rows) + 2} was cut short by a crash" in printed.getvalue()
+    assert summary.stats.succeeded >= 1
+    after, stored = _check_exact(output)
+    assert (task, counts[task]) in set(_keys(stored))
+    assert after[: len(rows) + 1] == [*rows, orjson.loads(appended)]

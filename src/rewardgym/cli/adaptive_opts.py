@@ -27,7 +27,7 @@ AdaptiveOpt = Annotated[
     ),
 ]
 InitialOpt = Annotated[
-    int | None, typer.Option("--adaptive-initial", help="Rollouts every task gets first (default 4).")
+    int | None, typer.Option("--adaptive-initial", help="Rollouts every task gets first (default 2).")
 ]
 MaxOpt = Annotated[
     int | None, typer.Option("--adaptive-max", help="At most this many rollouts per task (default 16).")
@@ -70,7 +70,8 @@ def adaptive_settings(
     boundary: float | None,
     pass_threshold: float | None,
 ) -> tuple[AdaptivePolicy | None, dict[str, Any] | None]:
-    """The policy of a fresh run (None on resume: it is recorded) and what goes into the fingerprint."""
+    """The policy of a fresh run (None on resume: it is recorded) and, on resume, the adaptive settings given
+    again, which the fingerprint check compares with the recorded ones."""
     given: dict[str, Any] = {
         key: value
         for key, value in (
@@ -100,4 +101,4 @@ def adaptive_settings(
     problems = policy.problems()
     if problems:
         raise UsageError("; ".join(problems))
-    return policy, policy.as_dict()
+    return policy, None  # the collector records the whole policy

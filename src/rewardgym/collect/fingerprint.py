@@ -8,7 +8,9 @@ in one file — is refused. Resuming with any of them changed is refused with th
 → new for short values), unless ``--force``. No secret is ever written: the caller passes the redacted
 config, the registry reports model names only, and :func:`build_fingerprint` redacts the settings once more
 (a value under a secret-looking key, any registered secret in any encoding, credentials in a URL) so that
-nothing a caller forgot reaches the file.
+nothing a caller forgot reaches the file. An adaptive run (``--adaptive``), whose later rounds append rows
+to the materialized file, hashes only its first round — ``materialized_inputs_bytes`` says how many bytes —
+and records its policy under ``settings.adaptive``.
 """
 
 from __future__ import annotations

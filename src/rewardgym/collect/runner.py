@@ -12,6 +12,10 @@ guard (the served stack, or a :class:`~rewardgym.collect.watch.HeadWatch` of the
 server died the run stops, the rollouts it interrupted stay pending (never recorded as failures), and the
 output names the server and how to resume.
 
+Adaptive runs (``settings.adaptive``, :mod:`rewardgym.collect.adaptive`): after the dispatch of the
+materialized rows, rounds append rows for the unsettled tasks and dispatch them, under the same
+guarantees; a resume finishes the appended rows, then continues the rounds.
+
 The rollouts and failures files partition the keys they hold: a failed key that later succeeds (on
 ``--resume``) is removed from the failures file (atomically) at the end of that run, or when the next resume
 starts if the run was killed in between.
@@ -254,7 +258,8 @@ def _prepare(
         build_fingerprint(
             materialized=outputs.materialized,
             input_path=settings.input,
-            settings=settings.fingerprint_settings,
+            settings=dict(settings.fingerprint_settings)
+            | ({} if settings.adaptive is None else {"adaptive": settings.adaptive.as_dict()}),
             prefix_bytes=outputs.materialized.stat().st_size if settings.adaptive is not None else None,
         ),
     )

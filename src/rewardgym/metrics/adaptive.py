@@ -46,8 +46,8 @@ _SHAPE_GRID = np.geomspace(0.05, 50.0, 41)
 class AdaptivePolicy:
     """How ``--adaptive`` spends repeats (every field is recorded in the run fingerprint)."""
 
-    initial: int = 4
-    """Rollouts every task gets first (``--adaptive-initial``)."""
+    initial: int = 2
+    """Rollouts every task gets first (``--adaptive-initial``): two already settle half of the p = ½ tasks."""
     max_per_task: int = 16
     """Never more materialized rollouts per task (``--adaptive-max``)."""
     budget: int | None = None
