@@ -166,7 +166,12 @@ def curve(spread: Spread, tasks: int, seeds: int) -> list[tuple[int, float, floa
             f"{policy.confidence}: {acc:.4f} with {cost:.2f} rollouts/task in {rounds} rounds, "
             f"{1 - cost / k:.1%} fewer"
         )
-    default = next(r for r in results if r[0].as_dict() | {"step": None} == AdaptivePolicy().as_dict())
+    defaults = AdaptivePolicy()
+
+    def shape(policy: AdaptivePolicy) -> tuple[object, ...]:
+        return (policy.initial, policy.round_step, policy.max_per_task, policy.confidence)
+
+    default = next(r for r in results if shape(r[0]) == shape(defaults))
     print(
         f"defaults (--adaptive alone: initial {default[0].initial}, step {default[0].round_step}, max 16, "
         "confidence 0.95): accuracy "

@@ -225,3 +225,22 @@ async def test_resume_runs_appended_rows_and_cuts_a_row_torn_mid_append(
     after, stored = _check_exact(output)
     assert (task, counts[task]) in set(_keys(stored))
     assert after[: len(rows) + 1] == [*rows, orjson.loads(appended)]
+
+
+async def test_a_band_boundary_decision_runs_the_same_rounds(tmp_path: Path, agent: BernoulliAgent) -> None:
+    import numpy as np
+
+    policy = AdaptivePolicy(initial=2, max_per_task=12, step=2, boundary=0.5)
+    output, printed = await _run(tmp_path, agent, policy)
+    materialized, _ = _check_exact(output)
+    counts = _per_task(materialized)
+    tasks = sorted(counts)
+    n = np.array([counts[t] for t in tasks], dtype=np.int64)
+    s = np.array(
+        [sum(reward(P_SPREAD[t], t, r) == 1.0 for r in range(counts[t])) for t in tasks], dtype=np.int64
+    )
+    open_ = unsettled(n, s, policy)
+    assert all(not o or c == 12 for o, c in zip(open_.tolist(), n.tolist(), strict=True))
+    # p = 0 and p = 1 tasks are far from 0.5: two rollouts do not settle them, a few rounds do
+    assert max(counts[t] for t, p in enumerate(P_SPREAD) if p in (0.0, 1.0)) < 12
+    assert "above" in printed and "below" in printed
