@@ -1,5 +1,6 @@
-"""``gym eval run --adaptive`` as a real process: SIGKILL mid-round then ``--resume`` continues the rounds to
-the exact key set of an uninterrupted run; bad flag combinations are one-line usage errors (exit 2)."""
+"""``gym eval run --adaptive`` from the command line: a real process killed with SIGKILL mid-round, then
+``--resume``, continues the rounds to the exact key set of an uninterrupted run; bad flag combinations are
+one-line usage errors (exit 2); a resume with other adaptive settings is refused naming them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from rewardgym.cli.main import main
 from rewardgym.metrics.adaptive import AdaptivePolicy
 from tests.collect.test_adaptive_run import P_SPREAD, _check_exact, _input, _keys, _settled_or_capped
 from tests.stubs.bernoulli_agent import BernoulliAgent, start_bernoulli_agent
@@ -95,6 +97,14 @@ def test_kill_9_mid_round_then_resume_continues_the_rounds(
     assert len(P_SPREAD) * 4 < len(stored)
 
 
+def _in_process(agent: BernoulliAgent, folder: Path, *extra: str) -> list[str]:
+    output = str(folder / "out" / "rollouts.jsonl")
+    return [
+        "eval", "run", "--no-serve", "--head-url", agent.url, "-o", output, "--concurrency", "2",
+        "--no-health-check", "--disable-aggregation", *extra,
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
@@ -116,28 +126,28 @@ def test_kill_9_mid_round_then_resume_continues_the_rounds(
     ],
 )
 def test_bad_flag_combinations_are_usage_errors(
-    tmp_path: Path, slow_agent: BernoulliAgent, extra: list[str], fragment: str
+    tmp_path: Path,
+    slow_agent: BernoulliAgent,
+    extra: list[str],
+    fragment: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    _input(tmp_path)
-    result = _gym(_args(slow_agent, "out/rollouts.jsonl", "--input", "tasks.jsonl", *extra), tmp_path)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert fragment in result.stderr
-    assert "Traceback" not in result.stdout + result.stderr
+    code = main(_in_process(slow_agent, tmp_path, "--input", str(_input(tmp_path)), *extra))
+    printed = capsys.readouterr()
+    assert code == 2, printed.out + printed.err
+    assert printed.err.startswith("Error: ") and fragment in printed.err
+    assert printed.err.count("\n") == 1  # one line, no traceback
     assert not (tmp_path / "out" / "rollouts_materialized_inputs.jsonl").exists()
 
 
-def test_resume_with_other_adaptive_settings_is_refused(tmp_path: Path, slow_agent: BernoulliAgent) -> None:
-    _input(tmp_path, [0.5, 0.5])
-    first = _gym(_args(slow_agent, "out/rollouts.jsonl", "--input", "tasks.jsonl", "--adaptive"), tmp_path)
-    assert first.returncode == 0, first.stdout + first.stderr
-    again = _gym(
-        _args(slow_agent, "out/rollouts.jsonl", "--resume", "--adaptive", "--adaptive-max", "8"), tmp_path
-    )
-    assert again.returncode == 2
-    assert "settings.adaptive.max_per_task: 16 → 8" in again.stderr
-    same = _gym(
-        _args(slow_agent, "out/rollouts.jsonl", "--resume", "--adaptive", "--adaptive-max", "16"), tmp_path
-    )
-    assert same.returncode == 0, same.stdout + same.stderr
-    plain = _gym(_args(slow_agent, "out/rollouts.jsonl", "--resume"), tmp_path)
-    assert plain.returncode == 0 and "Resuming:" in plain.stdout
+def test_resume_with_other_adaptive_settings_is_refused(
+    tmp_path: Path, slow_agent: BernoulliAgent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = str(_input(tmp_path, [0.5, 0.5]))
+    assert main(_in_process(slow_agent, tmp_path, "--input", tasks, "--adaptive")) == 0
+    capsys.readouterr()
+    assert main(_in_process(slow_agent, tmp_path, "--resume", "--adaptive", "--adaptive-max", "8")) == 2
+    assert "settings.adaptive.max_per_task: 16 → 8" in capsys.readouterr().err
+    assert main(_in_process(slow_agent, tmp_path, "--resume", "--adaptive", "--adaptive-max", "16")) == 0
+    assert main(_in_process(slow_agent, tmp_path, "--resume")) == 0
+    assert "Resuming:" in capsys.readouterr().out

@@ -30,7 +30,7 @@ from rewardgym.collect.materialize import repeat_row
 from rewardgym.collect.resume import key_of
 from rewardgym.errors import DataError
 from rewardgym.io.jsonl import JsonlAppender, TornLine, iter_jsonl, parse_line, repair_torn_tail
-from rewardgym.metrics.adaptive import AdaptivePolicy, allocate, classify, fit_prior, unsettled
+from rewardgym.metrics.adaptive import AdaptivePolicy, Prior, allocate, classify, fit_prior, unsettled
 from rewardgym.protocol import keys
 
 
@@ -150,7 +150,7 @@ async def run_rounds(
         open_ = unsettled(n, s, policy, prior)
         add = allocate(allocated, open_, policy)
         if not add.any():
-            result.summary = _summary(policy, counts, n, s, prior, open_)
+            result.summary = _summary(policy, counts, n, s, prior)
             break
         chosen = {t: int(k) for t, k in zip(counts.tasks, add.tolist(), strict=True) if k}
         offset = extend_materialized(materialized, counts, dict(chosen), add_seed=add_seed)
@@ -172,10 +172,11 @@ def _summary(
     counts: TaskCounts,
     n: np.ndarray[Any, np.dtype[np.int64]],
     s: np.ndarray[Any, np.dtype[np.int64]],
-    prior: Any,
-    open_: np.ndarray[Any, np.dtype[np.bool_]],
+    prior: Prior | None,
 ) -> str:
     names = {"never": "never solved", "always": "always solved", "open": "undecided at the cap or budget"}
+    if policy.boundary is not None:
+        names |= {"above": f"above {policy.boundary:g}", "below": f"at or below {policy.boundary:g}"}
     words = [names.get(word, word) for word in classify(n, s, policy, prior)]
     tally = {word: words.count(word) for word in dict.fromkeys(words)}
     total = int(sum(counts.allocated.values()))
