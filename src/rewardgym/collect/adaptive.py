@@ -43,6 +43,9 @@ class TaskCounts:
     next_index: dict[int, int] = field(default_factory=dict)
     n: dict[int, int] = field(default_factory=dict)
     passes: dict[int, int] = field(default_factory=dict)
+    rollouts_read: int = 0
+    """Bytes of the rollouts file counted so far."""
+    rollouts_rows: int = 0
 
     def arrays(self) -> tuple[np.ndarray[Any, np.dtype[np.int64]], ...]:
         """``(allocated, n, s)`` in task order."""
@@ -54,6 +57,7 @@ class TaskCounts:
 
 
 def count_tasks(materialized: Path, rollouts: Path, pass_threshold: float) -> TaskCounts:
+    """Per-task counts from both files (once per process; later rounds call :func:`count_new_rollouts`)."""
     counts = TaskCounts()
     for number, row in iter_jsonl(materialized, what="Materialized inputs"):
         task, rollout = key_of(row, f"{materialized}:{number}")
@@ -63,15 +67,29 @@ def count_tasks(materialized: Path, rollouts: Path, pass_threshold: float) -> Ta
             counts.next_index[task] = 0
         counts.allocated[task] += 1
         counts.next_index[task] = max(counts.next_index[task], rollout + 1)
-    if rollouts.exists():
-        for number, row in iter_jsonl(rollouts, what="Rollouts file"):
-            task, _ = key_of(row, f"{rollouts}:{number}")
+    count_new_rollouts(counts, rollouts, pass_threshold)
+    return counts
+
+
+def count_new_rollouts(counts: TaskCounts, rollouts: Path, pass_threshold: float) -> None:
+    """Add the rollouts appended since the last call (the file only grows during a run, and between rounds
+    it ends on a whole line), so a round reads only what the previous round wrote."""
+    if not rollouts.exists():
+        return
+    with open(rollouts, "rb") as handle:
+        handle.seek(counts.rollouts_read)
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # not a whole row (yet): read it next time
+            counts.rollouts_read += len(raw)
+            counts.rollouts_rows += 1
+            row = parse_line(raw, rollouts, counts.rollouts_rows)
+            task, _ = key_of(row, f"{rollouts}:{counts.rollouts_rows}")
             reward = row.get(keys.REWARD)
             if task not in counts.allocated or not isinstance(reward, int | float):
                 continue  # the profiler reports a rollout without its row; here it simply does not count
             counts.n[task] = counts.n.get(task, 0) + 1
             counts.passes[task] = counts.passes.get(task, 0) + int(reward >= pass_threshold)
-    return counts
 
 
 def repair_materialized_tail(materialized: Path) -> TornLine | None:
@@ -107,6 +125,7 @@ def extend_materialized(
             for rollout in range(first, first + extra):
                 appender.write(repeat_row(row, rollout, add_seed=add_seed, where=f"{materialized}:{number}"))
             counts.next_index[task] = first + extra
+            counts.allocated[task] += extra
         appender.fsync()  # once per round: the rows are on disk before any of them is dispatched
     finally:
         appender.close()
@@ -143,8 +162,12 @@ async def run_rounds(
 ) -> RoundsResult:
     """Run rounds until every task is settled, capped, or the budget is spent (or ``keep_going`` fails)."""
     result = RoundsResult()
+    counts: TaskCounts | None = None
     while keep_going():
-        counts = count_tasks(materialized, rollouts, policy.pass_threshold)
+        if counts is None:
+            counts = count_tasks(materialized, rollouts, policy.pass_threshold)
+        else:
+            count_new_rollouts(counts, rollouts, policy.pass_threshold)
         allocated, n, s = counts.arrays()
         prior = fit_prior(n, s) if policy.boundary is None else None
         open_ = unsettled(n, s, policy, prior)
