@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from rewardgym.cli import adaptive_opts as ad
 from rewardgym.cli import aio
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
@@ -54,7 +55,7 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout", "--shard", "--no-health-check",
+    "--startup-timeout", "--shard", "--no-health-check", *ad.FLAGS,
 ]  # fmt: skip
 
 EXIT_FAILURE_RATE = 3
@@ -214,6 +215,14 @@ def run(
     no_health_check: Annotated[
         bool, typer.Option("--no-health-check", help="Skip the health check.")
     ] = False,
+    adaptive: ad.AdaptiveOpt = False,
+    adaptive_initial: ad.InitialOpt = None,
+    adaptive_max: ad.MaxOpt = None,
+    adaptive_budget: ad.BudgetOpt = None,
+    adaptive_step: ad.StepOpt = None,
+    adaptive_confidence: ad.ConfidenceOpt = None,
+    adaptive_boundary: ad.BoundaryOpt = None,
+    adaptive_pass_threshold: ad.PassThresholdOpt = None,
 ) -> None:
     """Collect rollouts: materialize the input rows, run them through the agents, record each result.
 
@@ -251,8 +260,14 @@ def run(
     extra_params = cfg.get("responses_create_params") or {}
     if not isinstance(extra_params, dict):
         raise UsageError("responses_create_params overrides must be a mapping")
+    policy, adaptive_record = ad.adaptive_settings(
+        adaptive=adaptive, resume=resume,
+        num_repeats_given=num_repeats is not None or cfg.get("num_repeats") is not None,
+        initial=adaptive_initial, max_per_task=adaptive_max, budget=adaptive_budget, step=adaptive_step,
+        confidence=adaptive_confidence, boundary=adaptive_boundary, pass_threshold=adaptive_pass_threshold,
+    )  # fmt: skip
     materialize = MaterializeOptions(
-        num_repeats=_repeats(num_repeats, cfg),
+        num_repeats=policy.initial if policy is not None else _repeats(num_repeats, cfg),
         agent_name=agent or cfg.get("agent_name"),
         limit=limit if limit is not None else cfg.get("limit"),
         add_seed=add_seed or _as_bool(cfg, "num_repeats_add_seed"),
@@ -283,8 +298,10 @@ def run(
         retry_failed=retry_failed,
         disable_aggregation=disable_aggregation or _as_bool(cfg, "disable_aggregation"),
         shard=shard_spec,
-        fingerprint_settings=_fingerprint_settings(cfg, materialize, explicit, shard_spec),
+        fingerprint_settings=_fingerprint_settings(cfg, materialize, explicit, shard_spec)
+        | ({} if adaptive_record is None else {"adaptive": adaptive_record}),
         read_files=read_files(cfg, prompt_config),
+        adaptive=policy,
     )
     guard_run_outputs(settings)  # before any server starts or any file (a log folder) is created
     max_failure_rate = _failure_rate_limit(cfg)

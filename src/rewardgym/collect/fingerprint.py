@@ -8,7 +8,9 @@ in one file — is refused. Resuming with any of them changed is refused with th
 → new for short values), unless ``--force``. No secret is ever written: the caller passes the redacted
 config, the registry reports model names only, and :func:`build_fingerprint` redacts the settings once more
 (a value under a secret-looking key, any registered secret in any encoding, credentials in a URL) so that
-nothing a caller forgot reaches the file.
+nothing a caller forgot reaches the file. An adaptive run (``--adaptive``), whose later rounds append rows
+to the materialized file, hashes only its first round — ``materialized_inputs_bytes`` says how many bytes —
+and records its policy under ``settings.adaptive``.
 """
 
 from __future__ import annotations
@@ -27,11 +29,17 @@ from rewardgym.io.outputs import atomic_write_bytes
 _VOLATILE_KEYS = frozenset({"host", "port", "url", "pid", "disallowed_ports", "head_server"})
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path, limit: int | None = None) -> str:
+    """SHA-256 of the file, or of its first ``limit`` bytes."""
     digest = hashlib.sha256()
+    left = limit
     with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
+        while block := handle.read(1 << 20 if left is None else min(1 << 20, left)):
             digest.update(block)
+            if left is not None:
+                left -= len(block)
+                if left <= 0:
+                    break
     return digest.hexdigest()
 
 
@@ -45,14 +53,22 @@ def strip_volatile(value: Any) -> Any:
 
 
 def build_fingerprint(
-    *, materialized: Path, input_path: Path | None, settings: Mapping[str, Any]
+    *,
+    materialized: Path,
+    input_path: Path | None,
+    settings: Mapping[str, Any],
+    prefix_bytes: int | None = None,
 ) -> dict[str, Any]:
-    return {
+    """``prefix_bytes`` (adaptive runs, which append rows in later rounds): hash only the first round."""
+    fingerprint = {
         "version": 1,
-        "materialized_inputs_sha256": file_sha256(materialized),
+        "materialized_inputs_sha256": file_sha256(materialized, prefix_bytes),
         "input_sha256": file_sha256(input_path) if input_path is not None and input_path.exists() else None,
         "settings": strip_volatile(redact(dict(settings))),
     }
+    if prefix_bytes is not None:
+        fingerprint["materialized_inputs_bytes"] = prefix_bytes
+    return fingerprint
 
 
 def write_fingerprint(path: Path, fingerprint: Mapping[str, Any]) -> None:

@@ -197,3 +197,15 @@ def _expand(
             params = out[keys.RESPONSES_CREATE_PARAMS] = dict(out[keys.RESPONSES_CREATE_PARAMS])
             _add_seed(params, rollout, where)
         yield out
+
+
+def repeat_row(row: Mapping[str, Any], rollout: int, *, add_seed: bool, where: str) -> dict[str, Any]:
+    """Another repeat of a materialized row: the same request under rollout index ``rollout`` (and, with
+    ``add_seed``, that index as its seed) — what materializing with more repeats would have written, used
+    by ``--adaptive`` to extend a task."""
+    out = dict(row)
+    out[keys.ROLLOUT_INDEX] = rollout
+    if add_seed:
+        params = out[keys.RESPONSES_CREATE_PARAMS] = dict(out[keys.RESPONSES_CREATE_PARAMS])
+        _add_seed(params, rollout, where)
+    return out

@@ -101,6 +101,12 @@ class CollectionProgress:
     def retry(self) -> None:
         self.retries += 1
 
+    def grow(self, rollouts: int) -> None:
+        """More rollouts to do (an ``--adaptive`` round)."""
+        self.total += rollouts
+        if self._progress is not None:
+            self._progress.update(self._task, total=self.total)
+
     def _extra(self) -> str:
         parts = []
         if self.failed:

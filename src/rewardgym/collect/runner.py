@@ -12,6 +12,10 @@ guard (the served stack, or a :class:`~rewardgym.collect.watch.HeadWatch` of the
 server died the run stops, the rollouts it interrupted stay pending (never recorded as failures), and the
 output names the server and how to resume.
 
+Adaptive runs (``settings.adaptive``, :mod:`rewardgym.collect.adaptive`): after the dispatch of the
+materialized rows, rounds append rows for the unsettled tasks and dispatch them, under the same
+guarantees; a resume finishes the appended rows, then continues the rounds.
+
 The rollouts and failures files partition the keys they hold: a failed key that later succeeds (on
 ``--resume``) is removed from the failures file (atomically) at the end of that run, or when the next resume
 starts if the run was killed in between.
@@ -30,6 +34,7 @@ from typing import IO, Any
 
 import orjson
 
+from rewardgym.collect.adaptive import RoundsResult, repair_materialized_tail, run_rounds
 from rewardgym.collect.agent_client import AgentClient
 from rewardgym.collect.aggregate import (
     compute_aggregate_metrics,
@@ -55,6 +60,7 @@ from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import JsonlAppender, iter_jsonl
 from rewardgym.io.outputs import atomic_writer, guard_outputs
+from rewardgym.metrics.adaptive import AdaptivePolicy
 from rewardgym.protocol import keys
 
 
@@ -88,6 +94,9 @@ class CollectSettings:
     read_files: tuple[tuple[Path, str], ...] = ()
     """Other files the command reads (config files, ``--prompt-config``), each with what it is: no output
     may be one of them."""
+    adaptive: AdaptivePolicy | None = None
+    """``--adaptive``: materialize ``initial`` repeats, then rounds (:mod:`rewardgym.collect.adaptive`). On
+    resume, None means "as the run was started" (its fingerprint says)."""
 
 
 @dataclass
@@ -144,6 +153,13 @@ def _materialize(settings: CollectSettings, handle: IO[bytes]) -> tuple[set[str]
         count += 1
     if count == 0:
         raise DataError(f"Input file '{settings.input}' (--input) holds no rows: there is nothing to collect")
+    policy = settings.adaptive
+    if policy is not None and policy.budget is not None and count > policy.budget:
+        raise UsageError(
+            f"--adaptive-budget {policy.budget} is smaller than the first round: {count} rollouts "
+            f"(--adaptive-initial {policy.initial} per task); raise the budget or lower "
+            "--adaptive-initial"  # raised before the materialized file is renamed into place
+        )
     return agents, count
 
 
@@ -172,7 +188,7 @@ def _check_agents(needed: set[str], available: Mapping[str, str]) -> None:
 
 def _prepare(
     settings: CollectSettings, outputs: RunOutputs, out: IO[str], agent_urls: Mapping[str, str]
-) -> tuple[int, PriorRun]:
+) -> tuple[int, PriorRun, AdaptivePolicy | None, bool]:
     """Validate everything, then (fresh run) replace the earlier run's outputs, or (resume) load them.
 
     A fresh run that is refused (bad input, unknown agent…) leaves the earlier run's files untouched: the
@@ -182,10 +198,21 @@ def _prepare(
         if not outputs.materialized.exists():
             raise UsageError(f"cannot resume: no previous run found ({outputs.materialized} does not exist)")
         old = read_fingerprint(outputs.fingerprint)
+        prefix = old.get("materialized_inputs_bytes")
+        fingerprint_settings = dict(settings.fingerprint_settings)
+        recorded: dict[str, Any] = old["settings"] if isinstance(old.get("settings"), dict) else {}
+        if isinstance(prefix, int):  # an adaptive run: later rounds append rows
+            torn = repair_materialized_tail(outputs.materialized)
+            if torn is not None:
+                out.write(f"Note: {outputs.materialized}:{torn.line_number} was cut short by a crash\n")
+            # The adaptive settings given again are compared; the others are the recorded ones.
+            given = fingerprint_settings.get("adaptive") or {}
+            fingerprint_settings["adaptive"] = {**(recorded.get("adaptive") or {}), **given}
         new = build_fingerprint(
             materialized=outputs.materialized,
             input_path=settings.input,
-            settings=settings.fingerprint_settings,
+            settings=fingerprint_settings,
+            prefix_bytes=prefix if isinstance(prefix, int) else None,
         )
         changed = differences(old, new)
         if changed and not settings.force:
@@ -212,7 +239,14 @@ def _prepare(
             )
         needed, total = _agents_in(outputs.materialized)
         _check_agents(needed, agent_urls)
-        return total, prior
+        policy = fingerprint_settings.get("adaptive") if isinstance(prefix, int) else None
+        add_seed = (recorded.get("materialize") or {}).get("add_seed", settings.materialize.add_seed)
+        return (
+            total,
+            prior,
+            AdaptivePolicy.from_dict(policy) if isinstance(policy, dict) else None,
+            bool(add_seed),
+        )
     # Built in a temp file (see rewardgym.io.outputs) renamed over the materialized file only at the end of
     # the block, once every check passed and the earlier run's outputs are cleared.
     with atomic_writer(outputs.materialized) as handle:
@@ -224,10 +258,12 @@ def _prepare(
         build_fingerprint(
             materialized=outputs.materialized,
             input_path=settings.input,
-            settings=settings.fingerprint_settings,
+            settings=dict(settings.fingerprint_settings)
+            | ({} if settings.adaptive is None else {"adaptive": settings.adaptive.as_dict()}),
+            prefix_bytes=outputs.materialized.stat().st_size if settings.adaptive is not None else None,
         ),
     )
-    return total, PriorRun()
+    return total, PriorRun(), settings.adaptive, settings.materialize.add_seed
 
 
 def failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> dict[str, Any]:
@@ -273,7 +309,7 @@ async def _collect(
     headers: Mapping[str, str] | None,
     on_dispatcher: Callable[[Dispatcher], None] | None,
 ) -> CollectSummary:
-    total, prior = _prepare(settings, outputs, out, agent_urls)
+    total, prior, adaptive, add_seed = _prepare(settings, outputs, out, agent_urls)
     resumed_done = len(prior.done)
     if settings.resume:
         out.write(f"Resuming: {resumed_done} of {total} rollouts already done\n")
@@ -343,6 +379,7 @@ async def _collect(
         if interrupts["count"] > 1:
             raise KeyboardInterrupt
 
+    rounds: RoundsResult | None = None
     pending = pending_rows(
         outputs.materialized,
         prior,
@@ -357,6 +394,18 @@ async def _collect(
                 await stack.enter_async_context(watch)
             with progress:
                 stats = await dispatcher.run(pending)
+                if adaptive is not None:
+                    rounds = await run_rounds(
+                        adaptive,
+                        outputs.materialized,
+                        outputs.rollouts,
+                        add_seed=add_seed,
+                        dispatch=dispatcher.run,
+                        keep_going=lambda: dispatcher.stop_reason is None,
+                        on_added=progress.grow,
+                        out=out,
+                    )
+                    total += rounds.added
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
@@ -364,6 +413,8 @@ async def _collect(
         failures.close()
     if recovered:
         drop_failures(outputs.failures, recovered)
+    if rounds is not None and rounds.summary:
+        out.write(rounds.summary + "\n")
 
     aggregate: list[dict[str, Any]] | None = None
     death = guard.death if guard is not None else None

@@ -264,6 +264,11 @@ class JsonlAppender:
         self._size += len(line)
         self.rows_written += 1
 
+    def fsync(self) -> None:
+        """Make the rows written so far durable (for a writer that needs it once per batch, not per row)."""
+        if self._handle is not None:
+            os.fsync(self._handle.fileno())
+
     def _abandon(self) -> None:
         """After a failed write: drop the handle (its buffer holds part of the row) and cut the file back to
         its last whole row, so the rows written before stay and no torn line is left (where possible)."""

@@ -1,0 +1,157 @@
+"""A stub agent process whose every task has a known success probability: a policy with a known answer.
+
+``python -m tests.stubs.bernoulli_agent --port 0 --delay-ms 5`` prints
+``bernoulli agent listening on http://127.0.0.1:<port>`` and serves:
+
+- ``GET /server_instances``: a head-registry answer listing itself as the agent ``agent`` (so
+  ``gym eval run --no-serve --head-url <its url>`` finds it);
+- ``POST /run``: after ``delay-ms``, ``{"reward": 1.0 or 0.0, "echo": <responses_create_params>}``. The row's
+  top-level ``p`` is the task's success probability; the reward of a key is ``1.0`` when
+  :func:`uniform` ``(task, rollout) < p`` — a function of the key only, so a rerun, a resume or a test
+  computing it in-process all see the same outcome, and the repeats of a task are independent draws;
+- ``POST /aggregate_metrics``: the count and mean reward.
+
+Used by the adaptive-repeats tests and ``benchmarks/adaptive/run_benchmark.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+READY_PREFIX = "bernoulli agent listening on "
+
+
+def uniform(task_index: int, rollout_index: int, seed: int = 0) -> float:
+    """A uniform draw in [0, 1) fixed by the key (and a seed)."""
+    digest = hashlib.blake2b(f"{seed}:{task_index}:{rollout_index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def reward(p: float, task_index: int, rollout_index: int, seed: int = 0) -> float:
+    """The reward this agent gives a key of a task with success probability ``p``."""
+    return 1.0 if uniform(task_index, rollout_index, seed) < p else 0.0
+
+
+def build_app(delay_s: float, seed: int) -> web.Application:
+    urls: dict[str, str] = {}
+
+    async def instances(_request: web.Request) -> web.Response:
+        record = {"name": "agent", "kind": "responses_api_agents", "implementation": "bernoulli"}
+        body = [{**record, "url": urls["self"], "status": "ready"}]
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+    async def run(request: web.Request) -> web.Response:
+        row = orjson.loads(await request.read())
+        if delay_s:
+            await asyncio.sleep(delay_s)  # simulated work, not synchronisation
+        result: dict[str, Any] = {
+            "reward": reward(float(row["p"]), row["_ng_task_index"], row["_ng_rollout_index"], seed),
+            "echo": row.get("responses_create_params"),
+        }
+        return web.Response(body=orjson.dumps(result), content_type="application/json")
+
+    async def aggregate(request: web.Request) -> web.Response:
+        rows = orjson.loads(await request.read())["verify_responses"]
+        mean = sum(r["reward"] for r in rows) / max(1, len(rows))
+        metrics = {"mean/reward": mean, "count": len(rows)}
+        return web.Response(
+            body=orjson.dumps({"agent_metrics": metrics, "key_metrics": metrics}),
+            content_type="application/json",
+        )
+
+    app = web.Application(client_max_size=1 << 26)
+    app.router.add_get("/server_instances", instances)
+    app.router.add_post("/run", run)
+    app.router.add_post("/aggregate_metrics", aggregate)
+    app["urls"] = urls
+    return app
+
+
+async def serve(port: int, delay_s: float, seed: int) -> None:
+    app = build_app(delay_s, seed)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port)
+    await site.start()
+    bound = int(runner.addresses[0][1])
+    app["urls"]["self"] = f"http://127.0.0.1:{bound}"
+    sys.stdout.write(f"{READY_PREFIX}http://127.0.0.1:{bound}\n")
+    sys.stdout.flush()
+    await asyncio.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--delay-ms", type=float, default=5.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(args.port, args.delay_ms / 1000, args.seed))
+
+
+class BernoulliAgent:
+    """A running Bernoulli agent process."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
+        self.proc = proc
+        self.url = url
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> BernoulliAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_bernoulli_agent(*args: str, timeout_s: float = 30.0) -> BernoulliAgent:
+    """Start ``python -m tests.stubs.bernoulli_agent <args>`` on a free port and wait until it listens."""
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.stubs.bernoulli_agent", "--port", "0", *args],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout_s
+    lines: list[str] = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.startswith(READY_PREFIX):
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            return BernoulliAgent(proc, line[len(READY_PREFIX) :].strip())
+        lines.append(line)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError("bernoulli agent did not start:\n" + "".join(lines))
+
+
+if __name__ == "__main__":
+    main()
