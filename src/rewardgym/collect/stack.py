@@ -59,7 +59,11 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
         ) from None
     if not isinstance(records, list):
         raise ServerError(f"{head_url}/server_instances did not answer a list of instances")
-    agents = {r["name"]: r["url"] for r in records if isinstance(r, dict) and r.get("kind") == AGENT_KIND}
+    replicas: dict[str, list[str]] = {}
+    for r in records:
+        if isinstance(r, dict) and r.get("kind") == AGENT_KIND and r.get("status") != "exited":
+            replicas.setdefault(str(r["name"]), []).append(str(r["url"]))
+    agents = {name: urls[0] for name, urls in replicas.items()}
     # Which policy the running servers serve: recorded in the run fingerprint, so --resume onto servers of
     # another model is refused (the registry reports model names, never URLs or keys).
     models = {
@@ -67,7 +71,7 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
         for r in records
         if isinstance(r, dict) and r.get("kind") == MODEL_KIND and "name" in r
     }
-    return AgentDirectory(agents, head_url=head_url, models=models)
+    return AgentDirectory(agents, head_url=head_url, models=models, replicas=replicas)
 
 
 def _head_port(cfg: GymConfig, host: str, configured: int, taken: list[int]) -> int:
@@ -109,8 +113,12 @@ class ServedStack:
 
     @property
     def agent_urls(self) -> AgentDirectory:
-        urls = {spec.name: spec.url for spec in self._specs if spec.kind == AGENT_KIND}
-        return AgentDirectory(urls, guard=self)
+        replicas: dict[str, list[str]] = {}
+        for spec in self._specs:
+            if spec.kind == AGENT_KIND:
+                replicas.setdefault(spec.name, []).append(spec.url)
+        urls = {name: found[0] for name, found in replicas.items()}
+        return AgentDirectory(urls, guard=self, replicas=replicas)
 
     # -- the StackGuard of the runner ---------------------------------------------------------------------
     resume_hint = "Run the same command plus --resume to continue (it starts the servers again)."
@@ -130,15 +138,16 @@ class ServedStack:
         await asyncio.sleep(0.05)
         if self.failure is not None:
             return False
+        alive: dict[str, bool] = {}
         for record in self._supervisor.records():
-            if record.pid is None:
-                continue
-            try:
-                if psutil.Process(record.pid).status() == psutil.STATUS_ZOMBIE:
-                    return False
-            except psutil.NoSuchProcess:
-                return False
-        return True
+            running = True
+            if record.pid is not None:
+                try:
+                    running = psutil.Process(record.pid).status() != psutil.STATUS_ZOMBIE
+                except psutil.NoSuchProcess:
+                    running = False
+            alive[record.name] = alive.get(record.name, False) or running
+        return all(alive.values())  # an instance is up while one of its replicas is
 
     async def start(self) -> None:
         self._notify(f"Starting {len(self._specs)} servers (logs: {self._supervisor.options.log_dir})")

@@ -53,8 +53,11 @@ class AgentDirectory(dict[str, str]):
         head_url: str | None = None,
         guard: StackGuard | None = None,
         models: Mapping[str, Mapping[str, Any]] | None = None,
+        replicas: Mapping[str, list[str]] | None = None,
     ) -> None:
         super().__init__(urls)
+        self.replicas = {name: list(found) for name, found in (replicas or {}).items()}
+        """Agent name → the base URL of every replica, for the agents that have several."""
         self.head_url = head_url
         self.guard = guard
         self.models = dict(models) if models is not None else None
@@ -62,8 +65,11 @@ class AgentDirectory(dict[str, str]):
 
 
 def describe_records(records: list[dict[str, Any]]) -> str | None:
-    """The death a head registry's instance table shows, or ``None`` when every server is up."""
-    exited = [r for r in records if r.get("status") == "exited"]
+    """The death a head registry's instance table shows, or ``None`` when every server is up.
+
+    An instance is dead when all its replicas are (a lost replica costs only its in-flight rollouts)."""
+    alive = {r.get("name") for r in records if r.get("status") != "exited"}
+    exited = [r for r in records if r.get("status") == "exited" and r.get("name") not in alive]
     if exited:
         return "; ".join(
             f"server {r.get('name')!r} ({r.get('kind')}) exited (exit code {r.get('exit_code')})"
@@ -81,10 +87,16 @@ def describe_health(health: Any) -> str | None:
     servers = health.get("servers") if isinstance(health, dict) else None
     if not isinstance(servers, list):
         return None
+    entries = [s for s in servers if isinstance(s, dict)]
+    alive = {
+        s.get("name") for s in entries if s.get("healthy") or s.get("error") != UpstreamConnectionError.kind
+    }
     dead = [
         s
-        for s in servers
-        if isinstance(s, dict) and not s.get("healthy") and s.get("error") == UpstreamConnectionError.kind
+        for s in entries
+        if not s.get("healthy")
+        and s.get("error") == UpstreamConnectionError.kind
+        and s.get("name") not in alive
     ]
     if not dead:
         return None
