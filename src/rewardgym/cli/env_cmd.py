@@ -53,6 +53,7 @@ from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.child_spec import ChildSpec
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
@@ -128,13 +129,27 @@ def start(
     startup_timeout: Annotated[
         float, typer.Option("--startup-timeout", help="Seconds each server gets to answer.", min=1)
     ] = 600.0,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            is_flag=False,
+            flag_value="local",
+            metavar="[ADDRESS]",
+            help="Place each server (replica) in a Ray actor: 'auto' joins the running cluster, an address "
+            "joins that one, no value starts a local one. Needs rewardgym[ray] and the shared auth token.",
+        ),
+    ] = None,
 ) -> None:
     """Start the configured servers and keep them running until Ctrl-C.
 
     Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
     """
-    known = [*CONFIG_OPTION_NAMES, "--agent", "--log-dir", "--startup-timeout"]
-    overrides = split_overrides(ctx.args, known)
+    known = [*CONFIG_OPTION_NAMES, "--agent", "--log-dir", "--startup-timeout", "--ray"]
+    extra = list(ctx.args)
+    if ray is not None and ray.startswith("+"):  # `--ray ++k=v`: a bare --ray followed by an override
+        extra, ray = [ray, *extra], "local"
+    overrides = split_overrides(extra, known)
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
         model_types=model_type or [], agents=agent or [], search_dirs=search_dir or [], model=model,
@@ -155,9 +170,19 @@ def start(
         upstream_timeout_s=float(upstream_timeout or 0),
         auth_token=_token(cfg),
     )
-    _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
+    placement = ray_options(cfg.get("ray"), ray)
+    supervisor: Supervisor
+    if placement is not None:
+        from rewardgym.launch.ray_launch import RaySupervisor
+
+        options.network_bind = True
+        supervisor = RaySupervisor(specs, options, placement, notify=_say)
+        where = placement.address or "a local cluster"
+        _say(f"Placing {len(specs)} servers on Ray ({where}); URLs are known once placed")
+    else:
+        _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
+        supervisor = Supervisor(specs, options)
     _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
-    supervisor = Supervisor(specs, options)
     code = asyncio.run(_serve(supervisor, specs))
     if code:
         raise typer.Exit(code)
@@ -214,9 +239,9 @@ def status(
     """Show the running servers and whether each one answers."""
     head = _head_url(ctx, head_url)
     instances = _query(head, "/server_instances")
-    health = {entry["name"]: entry for entry in _query(head, "/health")["servers"]}
+    health = {entry["url"]: entry for entry in _query(head, "/health")["servers"]}  # one per replica
     rows = [
-        {**inst, **{k: v for k, v in health.get(inst["name"], {}).items() if k != "url"}}
+        {**inst, **{k: v for k, v in health.get(inst["url"], {}).items() if k not in ("url", "name")}}
         for inst in instances
     ]
     healthy = sum(1 for row in rows if row.get("healthy"))
@@ -226,19 +251,27 @@ def status(
         )
     else:
         table = Table(title=f"Servers of {head[0]}", title_justify="left")
-        for column in ("", "name", "kind", "implementation", "url", "pid", "status"):
+        placed = any(row.get("node_id") for row in rows)
+        columns = ["", "name", "kind", "implementation", "url", "pid", "status"]
+        for column in columns + (["node"] if placed else []):
             table.add_column(column)
         for row in rows:
             mark = "✓" if row.get("healthy") else "✗"
-            table.add_row(
+            name = (
+                row["name"] if (row.get("replicas") or 1) == 1 else f"{row['name']}#{row.get('replica', 0)}"
+            )
+            cells = [
                 mark,
-                row["name"],
+                name,
                 row["kind"],
                 row["implementation"],
                 row["url"],
                 str(row.get("pid")),
                 row["status"],
-            )
+            ]
+            if placed:
+                cells.append(f"{row.get('node_ip')} ({str(row.get('node_id') or '')[:12]})")
+            table.add_row(*cells)
         _out.print(table)
         _say(f"{healthy} of {len(rows)} servers healthy")
     if healthy < len(rows):

@@ -82,21 +82,23 @@ def describe_records(records: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def describe_health(health: Any) -> str | None:
-    """The servers ``/health`` finds refusing connections (a timeout is a busy server, not a dead one)."""
+def describe_health(health: Any, records: list[dict[str, Any]] | None = None) -> str | None:
+    """The servers ``/health`` finds refusing connections (a timeout is a busy server, not a dead one).
+
+    An instance with a replica still answering is alive; so is one placed on Ray (its records carry a
+    ``node_id``): Ray restarts its replicas, and only its records saying every replica ``exited`` is a
+    death (:func:`describe_records`)."""
     servers = health.get("servers") if isinstance(health, dict) else None
     if not isinstance(servers, list):
         return None
     entries = [s for s in servers if isinstance(s, dict)]
-    alive = {
-        s.get("name") for s in entries if s.get("healthy") or s.get("error") != UpstreamConnectionError.kind
-    }
+    refused = UpstreamConnectionError.kind
+    alive = {s.get("name") for s in entries if s.get("healthy") or s.get("error") != refused}
+    alive |= {r.get("name") for r in records or () if r.get("node_id")}
     dead = [
         s
         for s in entries
-        if not s.get("healthy")
-        and s.get("error") == UpstreamConnectionError.kind
-        and s.get("name") not in alive
+        if not s.get("healthy") and s.get("error") == refused and s.get("name") not in alive
     ]
     if not dead:
         return None
@@ -201,7 +203,7 @@ class HeadWatch:
         found = describe_records(records)
         if found is None and full:
             try:
-                found = describe_health(await self._get("/health"))
+                found = describe_health(await self._get("/health"), records)
             except UpstreamError:
                 found = None
             if found is not None:
