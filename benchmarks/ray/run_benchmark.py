@@ -9,7 +9,8 @@ second whatever the machine), ``simple_agent`` × ``--agents`` and ``openai_mode
 
 Reported per N: rollouts/s (the collector's own figure: collection only, no start-up), the linear ideal
 from the 1-replica figure (N × r1) and the ratio, the time from launching ``gym env start --ray`` to
-``All … servers ready`` (every replica answering), and where the replicas ran.
+``All … servers ready`` (every replica answering), where the replicas ran, and the collector's CPU per
+rollout (its whole process, start-up included: is the driver the bottleneck?).
 
     .venv/bin/python benchmarks/ray/run_benchmark.py                  # 1 2 4 8 replicas, 50 ms, 1 slot
     .venv/bin/python benchmarks/ray/run_benchmark.py --replicas 1 4 --seconds 5
@@ -21,6 +22,7 @@ import argparse
 import collections
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -115,12 +117,15 @@ def one(
             str(r["node_ip"]) + "/" + str(r["node_id"])[:6] for r in records(head) if r["name"] == "slow"
         )
         concurrency = 4 * replicas * args.slots
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         run = subprocess.run(
             [sys.executable, "-m", "rewardgym", "eval", "run", "--no-serve", "--head-url", head, "--input",
              "rows.jsonl", "--agent", "slow_agent", "--concurrency", str(concurrency),
              "--output", "out/r.jsonl"],
             cwd=run_dir, env=env, capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the collector's CPU: it is the only child
+        collector_cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         if run.returncode != 0:
             raise SystemExit(f"collection failed:\n{run.stdout}\n{run.stderr}")
         rates = RATE.findall(run.stdout + run.stderr)
@@ -129,7 +134,7 @@ def one(
         return {
             "replicas": replicas, "rollouts": count, "seconds": float(seconds),
             "rate": count / float(seconds), "ready_s": ready_s, "concurrency": concurrency,
-            "nodes": dict(nodes),
+            "nodes": dict(nodes), "collector_ms": 1000 * collector_cpu / count,
         }  # fmt: skip
     finally:
         gym.send_signal(signal.SIGTERM)
@@ -188,14 +193,15 @@ def main() -> None:
         f"verify {args.delay_ms:g} ms, {args.slots} slot(s) per replica: "
         f"at most {per_replica_ideal:.0f}/s per replica"
     )
-    print("| replicas | rollouts/s | linear (N × 1-replica) | ratio | start → all healthy |")
-    print("|---:|---:|---:|---:|---:|")
+    columns = ["replicas", "rollouts/s", "linear (N × 1-replica)", "ratio", "start → all healthy"]
+    print("| " + " | ".join([*columns, "collector CPU/rollout"]) + " |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for result in results:
         ideal = base * result["replicas"]
         rate = float(result["rate"])  # type: ignore[arg-type]
         print(
             f"| {result['replicas']} | {rate:.1f} | {ideal:.1f} | {rate / ideal:.2f} | "
-            f"{result['ready_s']:.1f} s |"
+            f"{result['ready_s']:.1f} s | {result['collector_ms']:.2f} ms |"
         )
 
 

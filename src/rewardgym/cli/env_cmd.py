@@ -133,8 +133,6 @@ def start(
         str | None,
         typer.Option(
             "--ray",
-            is_flag=False,
-            flag_value="local",
             metavar="[ADDRESS]",
             help="Place each server (replica) in a Ray actor: 'auto' joins the running cluster, an address "
             "joins that one, no value starts a local one. Needs rewardgym[ray] and the shared auth token.",
@@ -146,10 +144,7 @@ def start(
     Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
     """
     known = [*CONFIG_OPTION_NAMES, "--agent", "--log-dir", "--startup-timeout", "--ray"]
-    extra = list(ctx.args)
-    if ray is not None and ray.startswith("+"):  # `--ray ++k=v`: a bare --ray followed by an override
-        extra, ray = [ray, *extra], "local"
-    overrides = split_overrides(extra, known)
+    overrides = split_overrides(ctx.args, known)
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
         model_types=model_type or [], agents=agent or [], search_dirs=search_dir or [], model=model,
@@ -177,6 +172,7 @@ def start(
 
         options.network_bind = True
         supervisor = RaySupervisor(specs, options, placement, notify=_say)
+        supervisor.check()
         where = placement.address or "a local cluster"
         _say(f"Placing {len(specs)} servers on Ray ({where}); URLs are known once placed")
     else:

@@ -29,6 +29,7 @@ from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
 
 AGENT_KIND = "responses_api_agents"
@@ -95,18 +96,25 @@ class ServedStack:
         taken = [inst.port for inst in cfg.instances.values()]
         self._specs = child_specs(cfg, log_dir=log_dir)
         readiness = cfg.get("model_endpoint_readiness_timeout_seconds", 120.0)
-        self._supervisor = Supervisor(
-            self._specs,
-            SupervisorOptions(
-                log_dir=log_dir,
-                head_host=host,
-                head_port=_head_port(cfg, host, port, taken),
-                ready_timeout_s=startup_timeout_s,
-                upstreams=upstream_urls(cfg) if readiness else [],
-                upstream_timeout_s=float(readiness or 0),
-                auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
-            ),
+        options = SupervisorOptions(
+            log_dir=log_dir,
+            head_host=host,
+            head_port=_head_port(cfg, host, port, taken),
+            ready_timeout_s=startup_timeout_s,
+            upstreams=upstream_urls(cfg) if readiness else [],
+            upstream_timeout_s=float(readiness or 0),
+            auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
         )
+        placement = ray_options(cfg.get("ray"), None)
+        self._supervisor: Supervisor
+        if placement is None:
+            self._supervisor = Supervisor(self._specs, options)
+        else:  # a ray: block in the config places the servers on Ray here too (docs/scale.md)
+            from rewardgym.launch.ray_launch import RaySupervisor
+
+            options.network_bind = True
+            self._supervisor = RaySupervisor(self._specs, options, placement, notify=notify)
+        self._placed = placement is not None
         self._notify = notify
         self._watch: asyncio.Task[None] | None = None
         self.failure: ChildFailure | None = None
@@ -114,9 +122,9 @@ class ServedStack:
     @property
     def agent_urls(self) -> AgentDirectory:
         replicas: dict[str, list[str]] = {}
-        for spec in self._specs:
-            if spec.kind == AGENT_KIND:
-                replicas.setdefault(spec.name, []).append(spec.url)
+        for record in self._supervisor.records():  # the URLs where the launcher placed them
+            if record.kind == AGENT_KIND:
+                replicas.setdefault(record.name, []).append(record.url)
         urls = {name: found[0] for name, found in replicas.items()}
         return AgentDirectory(urls, guard=self, replicas=replicas)
 
@@ -140,8 +148,8 @@ class ServedStack:
             return False
         alive: dict[str, bool] = {}
         for record in self._supervisor.records():
-            running = True
-            if record.pid is not None:
+            running = record.status != "exited"
+            if record.pid is not None and not self._placed:  # a Ray-placed pid is on its node
                 try:
                     running = psutil.Process(record.pid).status() != psutil.STATUS_ZOMBIE
                 except psutil.NoSuchProcess:

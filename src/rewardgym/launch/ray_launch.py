@@ -144,14 +144,18 @@ class RaySupervisor(Supervisor):
         self._spec_files: list[Path] = []
 
     # ----------------------------------------------------------------- start
-    async def start(self, preflight: Callable[[], Any] | None = None) -> None:
+    def check(self) -> None:
+        """The errors found before anything starts: no shared token, a bad ``ray:`` block."""
         if not self.options.auth_token:
             raise ConfigError(
                 "auth_token: placing the servers on Ray makes them listen on their node's address; set the "
                 "shared auth token first (++auth_token=… or auth_token in env.yaml, docs/security.md)"
             )
         for child in self._children:
-            actor_options(child.spec)  # a bad ray: block is an error before anything starts
+            actor_options(child.spec)
+
+    async def start(self, preflight: Callable[[], Any] | None = None) -> None:
+        self.check()
         self._check_head_port()
         self.options.log_dir.mkdir(parents=True, exist_ok=True)
         try:
