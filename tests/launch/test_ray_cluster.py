@@ -1,9 +1,10 @@
 """``gym env start --ray`` on a real two-node Ray cluster on this machine (``ray.cluster_utils.Cluster``).
 
 One cluster and one placed stack for the whole module (Ray's start-up is the slow part): node 1 is the
-head, node 2 alone has the custom resource ``node2``. The stack: a model server (→ the scripted stub), a
-slow-verify environment with 4 replicas spread over both nodes and its agent with 2, and
-example_session_state_mgmt with 2 replicas that ask for ``node2`` and its agent. The tests read the head
+head, node 2 alone has the custom resource ``node2`` (node 1 has ``node1``). The stack: a model server
+(→ the scripted stub) and the agent of a slow-verify environment (2 replicas) pinned to node 1, the
+environment's 4 replicas spread over both nodes, and example_session_state_mgmt with 2 replicas that ask for
+``node2`` and its agent. The tests read the head
 registry, collect with ``gym eval run --no-serve`` and finally kill node 2's raylet in the middle of a run.
 """
 
@@ -45,6 +46,7 @@ policy_model:
       openai_base_url: {upstream}/v1
       openai_api_key: sk-ray-test-KEY-77
       openai_model: stub
+      ray: {{resources: {{node1: 0.1}}, num_cpus: 0}}
 slow:
   resources_servers:
     tests.stubs.slow_env:SlowVerifyServer:
@@ -55,6 +57,7 @@ slow_agent:
   responses_api_agents:
     simple_agent:
       replicas: 2
+      ray: {{resources: {{node1: 0.1}}, num_cpus: 0}}
       resources_server: {{type: resources_servers, name: slow}}
       model_server: {{type: responses_api_models, name: policy_model}}
 counter:
@@ -132,7 +135,12 @@ def placed(tmp_path_factory: pytest.TempPathFactory, upstream: ThreadedServer) -
     system = {"health_check_period_ms": 500, "health_check_failure_threshold": 3}
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 2, "include_dashboard": False, "_system_config": system},
+        head_node_args={
+            "num_cpus": 2,
+            "resources": {"node1": 1},
+            "include_dashboard": False,
+            "_system_config": system,
+        },
     )
     node2 = cluster.add_node(num_cpus=2, resources={"node2": 1})
     cluster.wait_for_nodes()
@@ -172,8 +180,10 @@ def test_the_registry_lists_where_each_replica_runs(placed: Placed) -> None:
     }  # fmt: skip
     assert all(r["status"] == "ready" and r["node_id"] and r["node_ip"] for r in records)
     assert all(r["url"] == f"http://{r['node_ip']}:{r['url'].rsplit(':', 1)[1]}" for r in records)
-    # placement by resources: only node 2 has "node2"
+    # placement by resources: only node 2 has "node2", only node 1 "node1"
     assert {r["node_id"] for r in by_name["counter"]} == {placed.node2.node_id}
+    node1 = placed.cluster.head_node.node_id
+    assert {r["node_id"] for r in by_name["policy_model"] + by_name["slow_agent"]} == {node1}
     # the replicas of one instance are spread over the nodes
     assert len({r["node_id"] for r in by_name["slow"]}) == 2
 
@@ -226,6 +236,51 @@ def test_a_session_stays_on_its_replica_across_the_cluster(placed: Placed) -> No
     assert [r["reward"] for r in rollouts] == [1.0] * 40  # a moved session would read 0 → reward 0
 
 
+SERVED = """\
+ray: {{address: "{address}"}}
+policy_model:
+  responses_api_models:
+    openai_model:
+      openai_base_url: {upstream}/v1
+      openai_api_key: sk-ray-test-KEY-77
+      openai_model: stub
+slow:
+  resources_servers:
+    tests.stubs.slow_env:SlowVerifyServer:
+      replicas: 2
+      verify_delay_s: 0.01
+slow_agent:
+  responses_api_agents:
+    simple_agent:
+      resources_server: {{type: resources_servers, name: slow}}
+      model_server: {{type: responses_api_models, name: policy_model}}
+"""
+
+
+def test_a_ray_block_places_the_servers_of_a_serving_run(
+    placed: Placed, upstream: ThreadedServer, tmp_path: Path
+) -> None:
+    """``gym eval run`` without ``--no-serve``: the config's ``ray:`` block places its servers on the cluster
+    for the run (URLs learnt after placement), and they are gone afterwards."""
+    (tmp_path / "stack.yaml").write_text(SERVED.format(address=placed.cluster.address, upstream=upstream.url))
+    (tmp_path / "env.yaml").write_text(f"auth_token: {TOKEN}\n")
+    rows = _rows(tmp_path / "rows.jsonl", 40)
+    before = {r["name"] for r in placed.records()}
+    run = GymProcess(
+        ["eval", "run", "--config", "stack.yaml", "--input", str(rows), "--agent", "slow_agent",
+         "--output", "out/rollouts.jsonl"],
+        cwd=tmp_path, marker=placed.marker, env=placed.env_vars,
+    )  # fmt: skip
+    assert run.finish(timeout=300) == 0, run.text
+    assert "on node" in run.text, run.text
+    rollouts = jsonl_rows(tmp_path / "out" / "rollouts.jsonl")
+    assert sorted(row_key(r) for r in rollouts) == [(t, 0) for t in range(40)]
+    assert len({r["served_by"] for r in rollouts}) == 2
+    assert (tmp_path / "out" / "logs" / "slow.log").exists()
+    assert not (tmp_path / "out" / "logs" / ".specs").exists()  # the spec files (secrets) are removed
+    assert {r["name"] for r in placed.records()} == before  # the other stack is untouched
+
+
 def test_losing_a_node_mid_run_costs_only_its_in_flight_rollouts(placed: Placed) -> None:
     """Kill node 2's raylet while 300 rollouts run: the run completes on node 1, every key exactly once."""
     rows = _rows(placed.workdir / "loss.jsonl", 300)
@@ -234,9 +289,9 @@ def test_losing_a_node_mid_run_costs_only_its_in_flight_rollouts(placed: Placed)
     assert poll(lambda: len(jsonl_rows(out)) >= 40, timeout=180), run.text
     placed.node2.kill_raylet()
     assert run.finish(timeout=400) == 0, run.text
+    assert not jsonl_rows(placed.workdir / "loss" / "rollouts_failures.jsonl"), run.text
     rollouts = jsonl_rows(out)
     assert sorted(row_key(r) for r in rollouts) == [(t, 0) for t in range(300)]
-    assert not jsonl_rows(placed.workdir / "loss" / "rollouts_failures.jsonl")
     assert placed.env.running, placed.env.text  # the stack serves on
     # Ray restarts the replicas node 2 held on node 1 (their custom resource aside: counter stays pending)
     node1 = placed.cluster.head_node.node_id
@@ -262,3 +317,20 @@ def test_ray_without_the_shared_token_is_refused(tmp_path: Path, placed: Placed)
     assert gym.finish(timeout=120) == 1, gym.text
     assert "auth_token: placing the servers on Ray" in gym.text, gym.text
     assert "ready" not in gym.text
+
+
+def test_an_instance_no_node_can_take_is_named_before_anything_starts(tmp_path: Path, placed: Placed) -> None:
+    stack = STACK.format(upstream="http://127.0.0.1:9")
+    stack = stack.replace("{node2: 0.1}, num_cpus: 0}", "{node2: 0.1}, num_cpus: 0, num_gpus: 1}")
+    assert "num_gpus: 1" in stack
+    (tmp_path / "stack.yaml").write_text(stack)
+    (tmp_path / "env.yaml").write_text(f"auth_token: {TOKEN}\n")
+    env_vars = {k: v for k, v in placed.env_vars.items() if k != "REWARDGYM_TEST_MARKER"}
+    gym = GymProcess(
+        ["env", "start", "--config", "stack.yaml", "--ray", placed.cluster.address,
+         f"++head_server.port={free_port()}"],
+        cwd=tmp_path, env=env_vars,
+    )  # fmt: skip
+    assert gym.finish(timeout=120) == 1, gym.text
+    assert "server 'counter' cannot be placed: no node of the Ray cluster offers" in gym.text, gym.text
+    assert "'GPU': 1" in gym.text and "ready" not in gym.text

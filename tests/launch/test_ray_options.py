@@ -10,7 +10,7 @@ import pytest
 from rewardgym.cli.main import _bare_ray_flag
 from rewardgym.errors import ConfigError
 from rewardgym.launch.child_spec import ChildSpec
-from rewardgym.launch.ray_launch import RayOptions, RaySupervisor, actor_options, ray_options
+from rewardgym.launch.ray_launch import RayOptions, RaySupervisor, actor_options, demand, offers, ray_options
 from rewardgym.launch.supervisor import SupervisorOptions
 
 
@@ -57,3 +57,14 @@ def test_a_bare_ray_flag_means_a_local_cluster() -> None:
     assert _bare_ray_flag(["env", "start", "--ray", "++auth_token=x"])[3] == "local"
     assert _bare_ray_flag(["env", "start", "--ray", "--agent", "a"])[3] == "local"
     assert _bare_ray_flag(["env", "start", "--ray", "auto"]) == ["env", "start", "--ray", "auto"]
+
+
+def test_a_node_offers_what_a_replica_asks() -> None:
+    asks = demand(
+        actor_options(_spec({"num_gpus": 1, "resources": {"judge_node": 1}, "labels": {"zone": "b"}}))
+    )
+    assert asks == {"CPU": 1, "GPU": 1, "judge_node": 1.0, "labels": {"zone": "b"}}
+    node = {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 2.0, "judge_node": 4.0}, "Labels": {"zone": "b"}}
+    assert offers(node, asks)
+    assert not offers({**node, "Labels": {"zone": "a"}}, asks)
+    assert not offers({**node, "Resources": {"CPU": 8.0, "GPU": 2.0}}, asks)

@@ -10,7 +10,8 @@ process the local launcher runs, :mod:`rewardgym.launch.ray_actor`):
 - **Placement.** Each replica is an actor with the instance's ``ray:`` block as its Ray resources:
   ``num_cpus``, ``num_gpus``, ``resources`` (custom resources), ``labels`` (a node label selector) and
   ``max_restarts`` (default 3); the replicas of one instance are spread over the nodes (``SPREAD``). An
-  instance no node can take is an error naming it and what it asks for, after ``placement_timeout_s``.
+  instance no live node can take is an error naming it and what it asks for, before any server starts;
+  placement itself may take up to the start-up timeout (a busy node, Ray starting its workers).
 - Two phases, so every server knows every replica's URL before it starts: the actors are created and say
   where they run and which port is free there; then each replica's spec (its host the node's IP, its port,
   and every peer's replica URLs) is written to a ``0600`` file in a ``0700`` folder (``ray.spec_dir``,
@@ -110,6 +111,32 @@ def actor_options(spec: ChildSpec) -> dict[str, Any]:
     if spec.replicas > 1:
         options["scheduling_strategy"] = "SPREAD"
     return options
+
+
+def demand(options: dict[str, Any]) -> dict[str, Any]:
+    """What a replica asks of its node (Ray resource names → amounts, plus ``labels``)."""
+    asks: dict[str, Any] = {"CPU": options.get("num_cpus", 1)}  # Ray's default: a CPU to be scheduled
+    if options.get("num_gpus"):
+        asks["GPU"] = options["num_gpus"]
+    if options.get("memory"):
+        asks["memory"] = options["memory"]
+    asks.update(options.get("resources") or {})
+    if options.get("label_selector"):
+        asks["labels"] = dict(options["label_selector"])
+    return asks
+
+
+def offers(node: dict[str, Any], asks: dict[str, Any]) -> bool:
+    """Whether a node (an entry of ``ray.nodes()``) has in total what ``asks`` wants."""
+    total = node.get("Resources") or {}
+    for name, amount in asks.items():
+        if name == "labels":
+            labels = node.get("Labels")
+            if isinstance(labels, dict) and any(labels.get(k) != v for k, v in amount.items()):
+                return False
+        elif float(total.get(name, 0.0)) < float(amount):
+            return False
+    return True
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -222,21 +249,23 @@ class RaySupervisor(Supervisor):
             self._spec_files.append(spec_file)
             options = actor_options(child.spec)
             self._actors.append(remote.options(**options).remote(str(spec_file), str(child.log)))
-        located: list[dict[str, Any]] = []
-        for child, actor in zip(self._children, self._actors, strict=True):
-            try:
-                located.append(await asyncio.wait_for(actor.locate.remote(), self.ray.placement_timeout_s))
-            except TimeoutError:
-                asks = {
-                    k: v
-                    for k, v in actor_options(child.spec).items()
-                    if k not in ("max_restarts", "max_task_retries", "scheduling_strategy")
-                }
-                wait = self.ray.placement_timeout_s
+        nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+        for child in self._children:
+            asks = demand(actor_options(child.spec))
+            if not any(offers(node, asks) for node in nodes):
                 raise ServerError(
-                    f"server {child.spec.name!r} could not be placed within {wait:g} s: "
-                    f"no node of the Ray cluster offers {asks or 'a CPU'}"
-                ) from None
+                    f"server {child.spec.name!r} cannot be placed: no node of the Ray cluster offers {asks} "
+                    f"(its ray: block; nodes: {len(nodes)})"
+                )
+        try:  # feasible, but a node may be busy or still starting workers: wait up to the start-up timeout
+            located: list[dict[str, Any]] = await asyncio.wait_for(
+                asyncio.gather(*(actor.locate.remote() for actor in self._actors)),
+                max(self.ray.placement_timeout_s, self.options.ready_timeout_s),
+            )
+        except TimeoutError:
+            raise ServerError(
+                "the servers were not placed in time: the Ray cluster has too few free resources"
+            ) from None
         urls: dict[str, list[str]] = {}
         for child, where in zip(self._children, located, strict=True):
             config = {**child.spec.config, "host": where["node_ip"], "port": int(where["port"])}
