@@ -46,20 +46,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
 from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
 from rewardgym.launch.child_spec import ChildSpec, InstanceRecord, model_identity
 from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError
+from rewardgym.launch.logtail import tail_log
 from rewardgym.launch.probe import http_status, listening
 from rewardgym.servers.logs import log_path
 
 if TYPE_CHECKING:
     import uvicorn
 
-TAIL_LINES = 30
 FORK_SERVER_LOG = "_fork_server.log"
 POLL_INTERVAL_S = 0.02
 UPSTREAM_POLL_S = 0.5
@@ -95,37 +93,6 @@ class SupervisorOptions:
     starting a fresh interpreter per instance (which stays the fallback)."""
 
 
-def render_log_line(line: str) -> Iterator[str]:
-    """A log line for humans: JSON records become ``LEVEL message`` (+ the exception's lines)."""
-    if line.startswith("{"):
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            record = None
-        if isinstance(record, dict) and "msg" in record:
-            first, *rest = str(record["msg"]).splitlines() or [""]
-            yield f"{record.get('level', '')} {first}".strip()
-            yield from rest
-            if record.get("exc"):
-                yield from str(record["exc"]).splitlines()
-            return
-    yield line
-
-
-def tail_log(path: Path, lines: int = TAIL_LINES) -> list[str]:
-    """The last ``lines`` human-readable lines of a child's log file."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 256 * 1024))
-            data = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return []
-    rendered = [out for raw in data.splitlines() if raw.strip() for out in render_log_line(raw)]
-    return rendered[-lines:]
-
-
 def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
     """uvicorn inside the supervisor's loop: signals belong to the supervisor, not to the head server."""
     import uvicorn
@@ -138,7 +105,7 @@ def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
     return EmbeddedUvicorn(config)
 
 
-async def _all_or_first_error(waits: list[Coroutine[Any, Any, None]]) -> None:
+async def all_or_first_error(waits: list[Coroutine[Any, Any, None]]) -> None:
     """Run ``waits`` concurrently; on the first failure cancel the others and raise it."""
     tasks = [asyncio.ensure_future(w) for w in waits]
     try:
@@ -223,7 +190,7 @@ class Supervisor:
                     await self._spawn(child)
                 await self._start_head()
             try:
-                await _all_or_first_error(
+                await all_or_first_error(
                     [
                         *(self._wait_ready(child) for child in self._children),
                         *(self._wait_upstream(url) for url in self.options.upstreams),
