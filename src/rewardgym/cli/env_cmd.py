@@ -54,6 +54,7 @@ from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.child_spec import ChildSpec
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
 from rewardgym.launch.head_records import read_records
+from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
@@ -129,12 +130,21 @@ def start(
     startup_timeout: Annotated[
         float, typer.Option("--startup-timeout", help="Seconds each server gets to answer.", min=1)
     ] = 600.0,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="[ADDRESS]",
+            help="Place each server (replica) in a Ray actor: 'auto' joins the running cluster, an address "
+            "joins that one, no value starts a local one. Needs rewardgym[ray] and the shared auth token.",
+        ),
+    ] = None,
 ) -> None:
     """Start the configured servers and keep them running until Ctrl-C.
 
     Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
     """
-    known = [*CONFIG_OPTION_NAMES, "--agent", "--log-dir", "--startup-timeout"]
+    known = [*CONFIG_OPTION_NAMES, "--agent", "--log-dir", "--startup-timeout", "--ray"]
     overrides = split_overrides(ctx.args, known)
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
@@ -156,9 +166,20 @@ def start(
         upstream_timeout_s=float(upstream_timeout or 0),
         auth_token=_token(cfg),
     )
-    _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
+    placement = ray_options(cfg.get("ray"), ray)
+    supervisor: Supervisor
+    if placement is not None:
+        from rewardgym.launch.ray_launch import RaySupervisor
+
+        options.network_bind = True
+        supervisor = RaySupervisor(specs, options, placement, notify=_say)
+        supervisor.check()
+        where = placement.address or "a local cluster"
+        _say(f"Placing {len(specs)} servers on Ray ({where}); URLs are known once placed")
+    else:
+        _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
+        supervisor = Supervisor(specs, options)
     _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
-    supervisor = Supervisor(specs, options)
     code = asyncio.run(_serve(supervisor, specs))
     if code:
         raise typer.Exit(code)
@@ -210,7 +231,7 @@ async def _probe_each(instances: list[dict[str, Any]], headers: dict[str, str]) 
     """``GET /`` of every instance (2 s, one attempt): any answer below 500 is healthy."""
 
     async def probe(client: HttpClient, inst: dict[str, Any]) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": inst["name"]}
+        entry: dict[str, Any] = {"name": inst["name"], "url": inst["url"]}
         try:
             reply = await client.get(
                 f"{inst['url']}/", timeout_s=2.0, max_attempts=1, headers=headers, raise_for_status=False
@@ -238,9 +259,10 @@ def status(
     servers = servers.get("servers") if isinstance(servers, dict) else None
     if not isinstance(servers, list):  # a NeMo Gym head answers one status only: probe each server here
         servers = asyncio.run(_probe_each(instances, head[1]))
-    health = {entry["name"]: entry for entry in servers if isinstance(entry, dict) and "name" in entry}
+    # Keyed by URL: every replica of an instance has its own health entry.
+    health = {entry["url"]: entry for entry in servers if isinstance(entry, dict) and "url" in entry}
     rows = [
-        {**inst, **{k: v for k, v in health.get(inst["name"], {}).items() if k != "url"}}
+        {**inst, **{k: v for k, v in health.get(inst["url"], {}).items() if k not in ("url", "name")}}
         for inst in instances
     ]
     healthy = sum(1 for row in rows if row.get("healthy"))
@@ -250,19 +272,27 @@ def status(
         )
     else:
         table = Table(title=f"Servers of {head[0]}", title_justify="left")
-        for column in ("", "name", "kind", "implementation", "url", "pid", "status"):
+        placed = any(row.get("node_id") for row in rows)
+        columns = ["", "name", "kind", "implementation", "url", "pid", "status"]
+        for column in columns + (["node"] if placed else []):
             table.add_column(column)
         for row in rows:
             mark = "✓" if row.get("healthy") else "✗"
-            table.add_row(
+            name = (
+                row["name"] if (row.get("replicas") or 1) == 1 else f"{row['name']}#{row.get('replica', 0)}"
+            )
+            cells = [
                 mark,
-                row["name"],
+                name,
                 row["kind"],
                 row["implementation"] or "",
                 row["url"],
                 str(row.get("pid")),
                 row["status"] or "",
-            )
+            ]
+            if placed:
+                cells.append(f"{row.get('node_ip')} ({str(row.get('node_id') or '')[:12]})")
+            table.add_row(*cells)
         _out.print(table)
         _say(f"{healthy} of {len(rows)} servers healthy")
     if healthy < len(rows):

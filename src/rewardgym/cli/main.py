@@ -166,9 +166,20 @@ def _report(message: str, code: int) -> int:
     return code
 
 
+def _bare_ray_flag(args: list[str]) -> list[str]:
+    """``--ray`` takes an optional address: a bare one (last, or before an option or an override) means
+    ``local`` (start a local cluster) — click has no optional option values, so it is spelled out here."""
+    out = list(args)
+    for index, arg in enumerate(out):
+        if arg == "--ray" and (index + 1 == len(out) or out[index + 1].startswith(("-", "+"))):
+            out.insert(index + 1, "local")
+            break
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
-    args = sys.argv[1:] if argv is None else argv
+    args = _bare_ray_flag(sys.argv[1:] if argv is None else argv)
     if _starts_servers(args):
         from rewardgym.launch.forking import prestart
 

@@ -5,12 +5,16 @@ One keep-alive connection pool serves every rollout: the lean HTTP/1.1 transport
 session (no cookie jar) for ``https://``. A successful answer must be a JSON object with a numeric
 ``reward``: anything else is a failure (``invalid_response``), never a reward.
 A result that carries ``_ng_failure_class`` (e.g. a judge that failed) is a failure of that class.
+
+An agent with several replicas (``replicas``: name → every replica's base URL) gets each attempt sent to the
+replica with the fewest rollouts outstanding; a replica that refuses or drops the connection is marked down
+(:mod:`rewardgym.http.balancer`), so the collector's retry of that rollout goes to a live one.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -18,6 +22,7 @@ import orjson
 
 from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status
 from rewardgym.config.secrets import redact_text
+from rewardgym.http.balancer import Replicas
 from rewardgym.http.errors import error_message
 from rewardgym.http.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
 from rewardgym.http.retry import parse_retry_after
@@ -46,8 +51,16 @@ class AgentClient:
         max_connections: int = 256,
         headers: Mapping[str, str] | None = None,
         path: str = "/run",
+        replicas: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self._urls = {name: url.rstrip("/") + path for name, url in agent_urls.items()}
+        self._path = path
+        self.replicas = {
+            name: Replicas(urls)
+            for name, urls in (replicas or {}).items()
+            if len(urls) > 1 and name in self._urls
+        }
+        """The agents with several replicas, and how their rollouts were spread."""
         self._timeout = aiohttp.ClientTimeout(total=rollout_timeout_s, connect=connect_timeout_s)
         self._max_connections = max_connections
         # Validated once here (a CR/LF in the shared token would otherwise inject a header on every call).
@@ -81,13 +94,24 @@ class AgentClient:
         if self._session is None:
             raise RuntimeError("AgentClient used outside 'async with'")
         ref = row.get(keys.AGENT_REF) or {}
-        url = self._urls.get(ref.get("name", ""))
+        name = ref.get("name", "")
+        url = self._urls.get(name)
         if url is None:
             raise AttemptFailure(FailureClass.UNKNOWN_AGENT, f"no running agent named {ref.get('name')!r}")
-        if Target.supported(url):
-            body, status, retry_after = await self._post_h1(url, row)
+        group = self.replicas.get(name)
+        if group is None:
+            body, status, retry_after = await self._post(url, row)
         else:
-            body, status, retry_after = await self._post_aiohttp(url, row)
+            replica = group.acquire()
+            try:
+                body, status, retry_after = await self._post(replica + self._path, row)
+            except AttemptFailure as failure:
+                if failure.failure_class is FailureClass.CONNECTION:
+                    group.mark_down(replica)
+                raise
+            finally:
+                group.release(replica)
+            group.mark_up(replica)
         text = body.decode("utf-8", errors="replace")
         if status >= 300:
             failure_class = classify_status(status, text)
@@ -98,6 +122,11 @@ class AgentClient:
             reason = error_message(body) or text
             raise AttemptFailure(failure_class, f"HTTP {status}: {_short(reason)}", status, retry_after)
         return _validate_result(body, text)
+
+    async def _post(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:
+        if Target.supported(url):
+            return await self._post_h1(url, row)
+        return await self._post_aiohttp(url, row)
 
     async def _post_h1(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:
         try:

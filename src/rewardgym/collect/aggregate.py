@@ -87,22 +87,32 @@ async def compute_aggregate_metrics(
             if url is None:
                 raise ServerError(f"cannot compute aggregate metrics: no running agent named {agent!r}")
             body = orjson.dumps({"verify_responses": rows})
-            try:
-                async with session.post(
-                    url.rstrip("/") + "/aggregate_metrics",
-                    data=body,
-                    headers={"Content-Type": "application/json", **(headers or {})},
-                ) as response:
-                    payload = await response.read()
-                    if response.status >= 300:
-                        text = payload.decode("utf-8", errors="replace")[:300]
-                        raise ServerError(
-                            f"agent {agent!r} /aggregate_metrics answered HTTP {response.status}: {text}"
-                        )
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                raise ServerError(
-                    f"agent {agent!r} /aggregate_metrics failed: {type(exc).__name__}: {exc}"
-                ) from None
+            # An agent with replicas: the first that accepts a connection answers (one may have died).
+            candidates = list(getattr(agent_urls, "replicas", {}).get(agent) or [url])
+            for number, base in enumerate(candidates, start=1):
+                try:
+                    async with session.post(
+                        base.rstrip("/") + "/aggregate_metrics",
+                        data=body,
+                        headers={"Content-Type": "application/json", **(headers or {})},
+                    ) as response:
+                        payload = await response.read()
+                        if response.status >= 300:
+                            text = payload.decode("utf-8", errors="replace")[:300]
+                            raise ServerError(
+                                f"agent {agent!r} /aggregate_metrics answered HTTP {response.status}: {text}"
+                            )
+                    break
+                except aiohttp.ClientConnectorError as exc:
+                    if number < len(candidates):
+                        continue
+                    raise ServerError(
+                        f"agent {agent!r} /aggregate_metrics failed: {type(exc).__name__}: {exc}"
+                    ) from None
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    raise ServerError(
+                        f"agent {agent!r} /aggregate_metrics failed: {type(exc).__name__}: {exc}"
+                    ) from None
             metrics = orjson.loads(payload)
             entries.append(
                 {

@@ -348,6 +348,7 @@ async def _collect(
         rollout_timeout_s=settings.rollout_timeout_s,
         max_connections=settings.concurrency,
         headers=headers,
+        replicas=agent_urls.replicas if isinstance(agent_urls, AgentDirectory) else None,
     )
     if isinstance(agent_urls, AgentDirectory):
         guard = agent_urls.guard

@@ -31,6 +31,7 @@ from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
 from rewardgym.launch.head_records import read_records
+from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
 
 AGENT_KIND = "responses_api_agents"
@@ -62,14 +63,18 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
     parsed = read_records(records)
     if parsed is None:
         raise ServerError(f"{head_url}/server_instances did not answer a list of instances")
-    # Ours or NeMo Gym 0.7.0's record shape (launch.head_records): both name the instance and its kind.
-    agents = {r.name: r.url for r in parsed if r.kind == AGENT_KIND}
+    # Ours or NeMo Gym 0.7.0's record shape (launch.head_records); every live replica of an agent counts.
+    replicas: dict[str, list[str]] = {}
+    for r in parsed:
+        if r.kind == AGENT_KIND and r.status != "exited":
+            replicas.setdefault(r.name, []).append(r.url)
+    agents = {name: urls[0] for name, urls in replicas.items()}
     # Which policy the running servers serve: recorded in the run fingerprint, so --resume onto servers of
     # another model is refused (the registry reports model names, never URLs or keys).
     models = {
         r.name: {"implementation": r.implementation, "model": r.model} for r in parsed if r.kind == MODEL_KIND
     }
-    return AgentDirectory(agents, head_url=head_url, models=models)
+    return AgentDirectory(agents, head_url=head_url, models=models, replicas=replicas)
 
 
 def _head_port(cfg: GymConfig, host: str, configured: int, taken: list[int]) -> int:
@@ -93,26 +98,37 @@ class ServedStack:
         taken = [inst.port for inst in cfg.instances.values()]
         self._specs = child_specs(cfg, log_dir=log_dir)
         readiness = cfg.get("model_endpoint_readiness_timeout_seconds", 120.0)
-        self._supervisor = Supervisor(
-            self._specs,
-            SupervisorOptions(
-                log_dir=log_dir,
-                head_host=host,
-                head_port=_head_port(cfg, host, port, taken),
-                ready_timeout_s=startup_timeout_s,
-                upstreams=upstream_urls(cfg) if readiness else [],
-                upstream_timeout_s=float(readiness or 0),
-                auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
-            ),
+        options = SupervisorOptions(
+            log_dir=log_dir,
+            head_host=host,
+            head_port=_head_port(cfg, host, port, taken),
+            ready_timeout_s=startup_timeout_s,
+            upstreams=upstream_urls(cfg) if readiness else [],
+            upstream_timeout_s=float(readiness or 0),
+            auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
         )
+        placement = ray_options(cfg.get("ray"), None)
+        self._supervisor: Supervisor
+        if placement is None:
+            self._supervisor = Supervisor(self._specs, options)
+        else:  # a ray: block in the config places the servers on Ray here too (docs/scale.md)
+            from rewardgym.launch.ray_launch import RaySupervisor
+
+            options.network_bind = True
+            self._supervisor = RaySupervisor(self._specs, options, placement, notify=notify)
+        self._placed = placement is not None
         self._notify = notify
         self._watch: asyncio.Task[None] | None = None
         self.failure: ChildFailure | None = None
 
     @property
     def agent_urls(self) -> AgentDirectory:
-        urls = {spec.name: spec.url for spec in self._specs if spec.kind == AGENT_KIND}
-        return AgentDirectory(urls, guard=self)
+        replicas: dict[str, list[str]] = {}
+        for record in self._supervisor.records():  # the URLs where the launcher placed them
+            if record.kind == AGENT_KIND:
+                replicas.setdefault(record.name, []).append(record.url)
+        urls = {name: found[0] for name, found in replicas.items()}
+        return AgentDirectory(urls, guard=self, replicas=replicas)
 
     # -- the StackGuard of the runner ---------------------------------------------------------------------
     resume_hint = "Run the same command plus --resume to continue (it starts the servers again)."
@@ -132,15 +148,16 @@ class ServedStack:
         await asyncio.sleep(0.05)
         if self.failure is not None:
             return False
+        alive: dict[str, bool] = {}
         for record in self._supervisor.records():
-            if record.pid is None:
-                continue
-            try:
-                if psutil.Process(record.pid).status() == psutil.STATUS_ZOMBIE:
-                    return False
-            except psutil.NoSuchProcess:
-                return False
-        return True
+            running = record.status != "exited"
+            if record.pid is not None and not self._placed:  # a Ray-placed pid is on its node
+                try:
+                    running = psutil.Process(record.pid).status() != psutil.STATUS_ZOMBIE
+                except psutil.NoSuchProcess:
+                    running = False
+            alive[record.name] = alive.get(record.name, False) or running
+        return all(alive.values())  # an instance is up while one of its replicas is
 
     async def start(self) -> None:
         self._notify(f"Starting {len(self._specs)} servers (logs: {self._supervisor.options.log_dir})")

@@ -54,8 +54,11 @@ class AgentDirectory(dict[str, str]):
         head_url: str | None = None,
         guard: StackGuard | None = None,
         models: Mapping[str, Mapping[str, Any]] | None = None,
+        replicas: Mapping[str, list[str]] | None = None,
     ) -> None:
         super().__init__(urls)
+        self.replicas = {name: list(found) for name, found in (replicas or {}).items()}
+        """Agent name → the base URL of every replica, for the agents that have several."""
         self.head_url = head_url
         self.guard = guard
         self.models = dict(models) if models is not None else None
@@ -63,8 +66,11 @@ class AgentDirectory(dict[str, str]):
 
 
 def describe_records(records: list[dict[str, Any]]) -> str | None:
-    """The death a head registry's instance table shows, or ``None`` when every server is up."""
-    exited = [r for r in records if r.get("status") == "exited"]
+    """The death a head registry's instance table shows, or ``None`` when every server is up.
+
+    An instance is dead when all its replicas are (a lost replica costs only its in-flight rollouts)."""
+    alive = {r.get("name") for r in records if r.get("status") != "exited"}
+    exited = [r for r in records if r.get("status") == "exited" and r.get("name") not in alive]
     if exited:
         return "; ".join(
             f"server {r.get('name')!r} ({r.get('kind')}) exited (exit code {r.get('exit_code')})"
@@ -77,15 +83,23 @@ def describe_records(records: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def describe_health(health: Any) -> str | None:
-    """The servers ``/health`` finds refusing connections (a timeout is a busy server, not a dead one)."""
+def describe_health(health: Any, records: list[dict[str, Any]] | None = None) -> str | None:
+    """The servers ``/health`` finds refusing connections (a timeout is a busy server, not a dead one).
+
+    An instance with a replica still answering is alive; so is one placed on Ray (its records carry a
+    ``node_id``): Ray restarts its replicas, and only its records saying every replica ``exited`` is a
+    death (:func:`describe_records`)."""
     servers = health.get("servers") if isinstance(health, dict) else None
     if not isinstance(servers, list):
         return None
+    entries = [s for s in servers if isinstance(s, dict)]
+    refused = UpstreamConnectionError.kind
+    alive = {s.get("name") for s in entries if s.get("healthy") or s.get("error") != refused}
+    alive |= {r.get("name") for r in records or () if r.get("node_id")}
     dead = [
         s
-        for s in servers
-        if isinstance(s, dict) and not s.get("healthy") and s.get("error") == UpstreamConnectionError.kind
+        for s in entries
+        if not s.get("healthy") and s.get("error") == refused and s.get("name") not in alive
     ]
     if not dead:
         return None
@@ -192,7 +206,7 @@ class HeadWatch:
         found = describe_records(records)
         if found is None and full:
             try:
-                found = describe_health(await self._get("/health"))
+                found = describe_health(await self._get("/health"), records)
             except UpstreamError:
                 found = None
             if found is not None:

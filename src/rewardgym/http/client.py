@@ -32,6 +32,12 @@ Contract:
   :class:`~rewardgym.errors.ConfigError`). A per-call header that still carries one is refused by either
   transport before anything is sent: a final :class:`~rewardgym.http.errors.UpstreamConnectionError`
   naming the header, never its value.
+- Replicas: with a :class:`~rewardgym.http.balancer.Router`, a URL whose base is an instance's first
+  replica is sent, attempt by attempt, to the replica the router picks (least outstanding requests,
+  session affinity by the cookies sent and set, no calls to a replica marked down). A connection error
+  marks the replica down and the next attempt goes elsewhere at once (no backoff sleep when another
+  replica is live); a sticky session whose replica is down fails at once as a final
+  :class:`~rewardgym.http.errors.UpstreamConnectionError`.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from rewardgym.http.balancer import ReplicaDown, Router, affinity_keys
 from rewardgym.http.config import HttpClientConfig
 from rewardgym.http.h1pool import (
     H1ConnectError,
@@ -164,8 +171,15 @@ def parse_set_cookies(values: Collection[str]) -> dict[str, str]:
 class HttpClient:
     """Pooled aiohttp client with bounded retries; see the module docstring for the contract."""
 
-    def __init__(self, config: HttpClientConfig | None = None, *, headers: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        config: HttpClientConfig | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        router: Router | None = None,
+    ):
         self.config = config or HttpClientConfig()
+        self.router = router if router else None
         self._headers = check_headers(headers or {}, "HTTP client headers")
         self._session: aiohttp.ClientSession | None = None
         self._retry_statuses = frozenset(self.config.retry_statuses)
@@ -261,15 +275,31 @@ class HttpClient:
         attempts = max_attempts or self.config.max_attempts
         send = self._send_h1 if self.config.fast_http and Target.supported(url) else self._send_aiohttp
         failure: Exception | None = None
+        routed = self.router.route(url) if self.router is not None else None
         for attempt in range(1, attempts + 1):
             after: float | None = None
+            switched = False
+            target, replica = url, ""
+            if routed is not None:
+                try:
+                    replica = routed[0].acquire(affinity_keys(cookies))
+                except ReplicaDown as exc:
+                    raise UpstreamConnectionError(url, str(exc), final=True) from None
+                target = replica + routed[1]
             try:
-                reply = await send(method, url, body, send_headers, timeout_s, attempt)
+                reply = await send(method, target, body, send_headers, timeout_s, attempt)
             except (UpstreamTimeout, UpstreamConnectionError, UpstreamProtocolError) as exc:
+                if routed is not None and isinstance(exc, UpstreamConnectionError) and not exc.final:
+                    routed[0].mark_down(replica)
+                    switched = bool(routed[0].live())
                 if exc.final:
                     raise exc from None
                 failure = exc
             else:
+                if routed is not None:
+                    routed[0].mark_up(replica)
+                    if reply.cookies:
+                        routed[0].bind(reply.cookies, replica)
                 if reply.status in statuses and attempt < attempts:
                     after = parse_retry_after(reply.headers.get("Retry-After"))
                     failure = UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
@@ -278,7 +308,10 @@ class HttpClient:
                     raise UpstreamHTTPError(url, reply.status, reply.body, retry_after=after)
                 else:
                     return reply
-            if attempt < attempts:
+            finally:
+                if routed is not None:
+                    routed[0].release(replica)
+            if attempt < attempts and not switched:
                 config = self.config
                 await asyncio.sleep(
                     retry_delay(

@@ -10,6 +10,9 @@ Contract:
   and serves until SIGINT/SIGTERM (graceful, bounded by ``graceful_shutdown_s``).
 - A user-caused failure (invalid config, port in use) prints one ``Error: …`` line to stderr and exits 1;
   stdout/stderr are the instance's log file, opened by the supervisor.
+- Binding: a server listens on a non-loopback address only when its launcher placed it on a cluster
+  (``spec.network_bind``, the Ray launcher) and only with the shared auth token set; otherwise
+  :func:`check_bind` refuses to start it with one ``Error:`` line naming the instance and what to do.
 - :func:`run` is the same thing for a spec already in hand; the fork server
   (:mod:`rewardgym.launch.zygote`) calls it in each process it forks.
 """
@@ -17,6 +20,7 @@ Contract:
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import os
 import signal
 import sys
@@ -24,7 +28,7 @@ import sys
 from pydantic import ValidationError
 
 from rewardgym.config.secrets import redact_text, register_secret
-from rewardgym.errors import RewardGymError
+from rewardgym.errors import ConfigError, RewardGymError
 from rewardgym.launch.child_spec import ChildSpec, server_class
 
 PR_SET_PDEATHSIG = 1
@@ -42,12 +46,40 @@ def die_with_parent(parent_pid: int | None) -> None:
         sys.exit(1)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is only reachable from this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
+
+
+def check_bind(name: str, host: str, *, network_bind: bool, token: object) -> None:
+    """Refuse a non-loopback ``host`` unless placed on a cluster with the shared token (module docstring)."""
+    if is_loopback(host):
+        return
+    if not network_bind:
+        raise ConfigError(
+            f"{name}.host: {host} is not a loopback address; servers listen on the network only when "
+            "placed on a Ray cluster (gym env start --ray) with the shared auth token set — "
+            "otherwise keep 127.0.0.1 and use an SSH tunnel (docs/security.md)"
+        )
+    if not token:
+        raise ConfigError(
+            f"{name}: refusing to listen on {host} without the shared auth token: every node of the "
+            "cluster could call it; set ++auth_token=… (or auth_token in env.yaml, docs/security.md)"
+        )
+
+
 def run(spec: ChildSpec) -> int:
     """Build the server of ``spec`` and serve it until SIGINT/SIGTERM; returns the exit code (a user-caused
     failure prints one ``Error: …`` line to stderr and returns 1)."""
     for secret in spec.secrets:
         register_secret(secret)
     try:
+        check_bind(spec.name, spec.host, network_bind=spec.network_bind, token=spec.config.get("auth_token"))
         from rewardgym.launch.serve import serve_forever
         from rewardgym.servers.logs import attach_library_loggers
 

@@ -47,6 +47,24 @@ class ChildSpec(BaseModel):
     parent_pid: int | None = None
     """Pid of the supervisor; the child exits when its parent is gone."""
 
+    replica: int = 0
+    """Which replica of the instance this is (0-based); replica ``i > 0`` logs under ``replica<i>/``."""
+
+    replicas: int = 1
+    """How many replicas the instance has."""
+
+    placement: dict[str, Any] = Field(default_factory=dict)
+    """The instance's ``ray:`` block (``num_cpus``, ``num_gpus``, ``resources``, ``labels``,
+    ``max_restarts``): read by the Ray launcher only."""
+
+    network_bind: bool = False
+    """The launcher placed this server on a cluster: it may bind a non-loopback address, and then only
+    with the shared auth token (:func:`rewardgym.launch.child.check_bind`)."""
+
+    @property
+    def log_subdir(self) -> str:
+        return f"replica{self.replica}" if self.replica else ""
+
     @property
     def host(self) -> str:
         return str(self.config.get("host", "127.0.0.1"))
@@ -57,7 +75,8 @@ class ChildSpec(BaseModel):
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
 
 
 class InstanceRecord(BaseModel):
@@ -73,6 +92,16 @@ class InstanceRecord(BaseModel):
     exit_code: int | None = None
     model: str | None = None
     """The model a model server serves (its model name as sent upstream); ``None`` for other kinds."""
+    replica: int = 0
+    """Which replica of the instance this record is (0-based); every replica has its own record."""
+    replicas: int = 1
+    """How many replicas the instance has."""
+    node_id: str | None = None
+    """Where the server runs: the Ray node id (``None`` when launched on this machine)."""
+    node_ip: str | None = None
+    """The address of that node (``None`` when launched on this machine)."""
+    restarts: int = 0
+    """How many times the launcher (Ray) restarted this replica."""
 
 
 MODEL_KIND = "responses_api_models"

@@ -43,6 +43,13 @@ class HeadRecord(BaseModel):
     exit_code: int | None = None
     model: str | None = None
     """A model server's model name (ours only: NeMo Gym's records carry none)."""
+    replica: int = 0
+    """Which replica of the instance (ours only; a NeMo Gym record is one replica)."""
+    replicas: int = 1
+    node_id: str | None = None
+    """The Ray node a Ray-placed server runs on (ours only)."""
+    node_ip: str | None = None
+    restarts: int = 0
     origin: str = "rewardgym"
     """Which shape the record came in: ``rewardgym`` or ``nemo_gym``."""
 

@@ -19,7 +19,9 @@ Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
   listens, so when all of them come up the configs are valid — and the supervisor never imports the server
   classes (FastAPI, environments, models) while the children boot on the same cores.
 - :meth:`Supervisor.wait`: returns when :meth:`request_stop` is called (signal handlers call it); raises
-  :class:`ChildFailure` (after stopping the others) if a child exits on its own.
+  :class:`ChildFailure` (after stopping the others) if a child exits on its own — unless it is one replica
+  of an instance whose other replicas still run: then its record says ``exited`` and the others serve on
+  (their clients stop sending to it, :mod:`rewardgym.http.balancer`).
 - :meth:`Supervisor.stop`: SIGTERM to each child's process group, up to ``stop_grace_s`` to exit, then
   SIGKILL; then the fork server and the head stop. Children also die if the supervisor is SIGKILLed: they
   ask the kernel for ``PR_SET_PDEATHSIG`` at start-up (see :mod:`rewardgym.launch.child`; forked ones
@@ -44,20 +46,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
 from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
 from rewardgym.launch.child_spec import ChildSpec, InstanceRecord, model_identity
 from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError
+from rewardgym.launch.logtail import tail_log
 from rewardgym.launch.probe import http_status, listening
 from rewardgym.servers.logs import log_path
 
 if TYPE_CHECKING:
     import uvicorn
 
-TAIL_LINES = 30
 FORK_SERVER_LOG = "_fork_server.log"
 POLL_INTERVAL_S = 0.02
 UPSTREAM_POLL_S = 0.5
@@ -86,40 +86,11 @@ class SupervisorOptions:
     stop_grace_s: float = 5.0
     auth_token: str | None = field(default=None, repr=False)
     """The shared token the head registry requires (``++auth_token``); never printed."""
+    network_bind: bool = False
+    """Servers may listen on non-loopback addresses (placed on a Ray cluster, token required)."""
     fork_server: bool = True
     """Fork the instances from one process that imported the server stack once (:mod:`.zygote`) instead of
     starting a fresh interpreter per instance (which stays the fallback)."""
-
-
-def render_log_line(line: str) -> Iterator[str]:
-    """A log line for humans: JSON records become ``LEVEL message`` (+ the exception's lines)."""
-    if line.startswith("{"):
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            record = None
-        if isinstance(record, dict) and "msg" in record:
-            first, *rest = str(record["msg"]).splitlines() or [""]
-            yield f"{record.get('level', '')} {first}".strip()
-            yield from rest
-            if record.get("exc"):
-                yield from str(record["exc"]).splitlines()
-            return
-    yield line
-
-
-def tail_log(path: Path, lines: int = TAIL_LINES) -> list[str]:
-    """The last ``lines`` human-readable lines of a child's log file."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 256 * 1024))
-            data = handle.read().decode("utf-8", "replace")
-    except OSError:
-        return []
-    rendered = [out for raw in data.splitlines() if raw.strip() for out in render_log_line(raw)]
-    return rendered[-lines:]
 
 
 def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
@@ -134,7 +105,7 @@ def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
     return EmbeddedUvicorn(config)
 
 
-async def _all_or_first_error(waits: list[Coroutine[Any, Any, None]]) -> None:
+async def all_or_first_error(waits: list[Coroutine[Any, Any, None]]) -> None:
     """Run ``waits`` concurrently; on the first failure cancel the others and raise it."""
     tasks = [asyncio.ensure_future(w) for w in waits]
     try:
@@ -179,10 +150,13 @@ class Supervisor:
                     url=spec.url,
                     model=model_identity(spec),
                 ),
-                log=log_path(options.log_dir, spec.name),
+                log=log_path(options.log_dir / spec.log_subdir, spec.name),
             )
             for spec in specs
         ]
+        for child in self._children:
+            child.record.replica = child.spec.replica
+            child.record.replicas = child.spec.replicas
         self._stop_requested = asyncio.Event()
         self._head: uvicorn.Server | None = None
         self._head_task: asyncio.Task[None] | None = None
@@ -216,7 +190,7 @@ class Supervisor:
                     await self._spawn(child)
                 await self._start_head()
             try:
-                await _all_or_first_error(
+                await all_or_first_error(
                     [
                         *(self._wait_ready(child) for child in self._children),
                         *(self._wait_upstream(url) for url in self.options.upstreams),
@@ -231,8 +205,13 @@ class Supervisor:
             raise
 
     def _check_ports(self) -> None:
+        from rewardgym.launch.child import check_bind
         from rewardgym.launch.serve import check_port_free
 
+        options = self.options
+        check_bind(
+            "head_server", options.head_host, network_bind=options.network_bind, token=options.auth_token
+        )
         seen: dict[tuple[str, int], str] = {}
         endpoints = [("head server", self.options.head_host, self.options.head_port)]
         endpoints += [(c.spec.name, c.spec.host, c.spec.port) for c in self._children]
@@ -276,6 +255,7 @@ class Supervisor:
 
     async def _spawn(self, child: _Child) -> None:
         child.record.started_at = time.time()
+        child.log.parent.mkdir(parents=True, exist_ok=True)
         if self._forks is not None:
             child.log.write_bytes(b"")  # a fresh log per start: its tail is about this run
             try:
@@ -306,7 +286,20 @@ class Supervisor:
         child.record.pid = process.pid
 
     def _fail(self, child: _Child, reason: str) -> ChildFailure:
-        return ChildFailure(child.spec.name, reason, tail_log(child.log))
+        name = child.spec.name
+        if child.spec.replicas > 1:
+            name = f"{name}#{child.spec.replica}"
+        return ChildFailure(name, reason, tail_log(child.log))
+
+    def _others_alive(self, child: _Child) -> bool:
+        """Whether another replica of ``child``'s instance still runs."""
+        return any(
+            other is not child
+            and other.spec.name == child.spec.name
+            and other.process is not None
+            and other.process.returncode is None
+            for other in self._children
+        )
 
     async def _wait_ready(self, child: _Child) -> None:
         deadline = time.monotonic() + self.options.ready_timeout_s
@@ -359,22 +352,30 @@ class Supervisor:
     async def wait(self) -> None:
         """Until a stop is requested (returns) or a child exits on its own (raises :class:`ChildFailure`)."""
         waits: dict[asyncio.Task[int], _Child] = {
-            asyncio.create_task(child.process.wait()): child for child in self._children if child.process
+            asyncio.create_task(child.process.wait()): child
+            for child in self._children
+            if child.process and child.record.status != "exited"
         }
         stop = asyncio.create_task(self._stop_requested.wait())
         try:
-            done, _ = await asyncio.wait([stop, *waits], return_when=asyncio.FIRST_COMPLETED)
+            while True:
+                done, _ = await asyncio.wait([stop, *waits], return_when=asyncio.FIRST_COMPLETED)
+                exited = [waits.pop(task) for task in done if task in waits]
+                if not exited or self._stop_requested.is_set():
+                    return
+                for child in exited:
+                    child.record.status = "exited"
+                    child.record.exit_code = child.process.returncode if child.process else None
+                    failure = self._fail(child, f"exited unexpectedly (exit code {child.record.exit_code})")
+                    if not self._others_alive(child):
+                        await self.stop()
+                        raise failure
+                    self._notify(
+                        str(failure).split("; last log lines", 1)[0] + "; its other replicas serve on"
+                    )
         finally:
             for task in [stop, *waits]:
                 task.cancel()
-        exited = [waits[task] for task in done if task in waits]
-        if exited and not self._stop_requested.is_set():
-            child = exited[0]
-            child.record.status = "exited"
-            child.record.exit_code = child.process.returncode if child.process else None
-            failure = self._fail(child, f"exited unexpectedly (exit code {child.record.exit_code})")
-            await self.stop()
-            raise failure
 
     def _signal_group(self, child: _Child, sig: signal.Signals, *, exited_too: bool = False) -> None:
         if child.process is None or (child.process.returncode is not None and not exited_too):

@@ -135,7 +135,7 @@ class BaseServer(Generic[C]):
     def http(self) -> HttpClient:
         """The pooled outbound client of this server (one per process in normal operation)."""
         if self._http is None:
-            self._http = HttpClient(self.config.http)
+            self._http = HttpClient(self.config.http, router=self.config.peer_router())
         return self._http
 
     @staticmethod

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from rewardgym.errors import ConfigError
+from rewardgym.http.balancer import Router
 from rewardgym.http.config import HttpClientConfig
 from rewardgym.protocol.headers import valid_secret_value
 
@@ -81,8 +82,10 @@ class ServerConfig(BaseModel):
     http: HttpClientConfig = Field(default_factory=HttpClientConfig)
     """Outbound HTTP client settings (timeouts, retries) for calls this server makes."""
 
-    peers: dict[str, str] = Field(default_factory=dict)
-    """Base URL of every server instance by name; filled by the launcher, used to resolve references."""
+    peers: dict[str, str | list[str]] = Field(default_factory=dict)
+    """Base URL of every server instance by name — a list for an instance with several replicas (its
+    first URL is the one references resolve to; calls to it are spread over all of them); filled by the
+    launcher."""
 
     graceful_shutdown_s: float = Field(2.0, ge=0)
     """Seconds in-flight requests get to finish after a stop signal."""
@@ -122,10 +125,25 @@ class ServerConfig(BaseModel):
         """Base URL of the referenced server; :class:`ConfigError` naming ``field`` when it cannot resolve."""
         if ref.url:
             return ref.url.rstrip("/")
-        url = self.peers.get(ref.name)
-        if url is None:
+        found = self.peers.get(ref.name)
+        url = found[0] if isinstance(found, list) and found else found
+        if not isinstance(url, str):
             known = ", ".join(sorted(self.peers)) or "none"
             raise ConfigError(
                 f"{self.name}.{field}: no server instance named {ref.name!r} (known instances: {known})"
             )
         return url.rstrip("/")
+
+    def peer_router(self) -> Router:
+        """The replicas of every peer with more than one (see :mod:`rewardgym.http.balancer`); sessions of
+        the resources servers this config references are sticky (their state lives in one replica)."""
+        stateful = {
+            value.name
+            for value in (getattr(self, name) for name in type(self).model_fields)
+            if isinstance(value, ServerRef) and value.type == "resources_servers"
+        }
+        router = Router()
+        for name, urls in self.peers.items():
+            if isinstance(urls, list) and len(urls) > 1:
+                router.add(urls, sticky=name in stateful)
+        return router
