@@ -1,0 +1,87 @@
+"""No secret reaches a tracker: a real run whose API key sits in ``env.yaml`` (and in
+``$REWARDGYM_MODEL_API_KEY`` while exporting), profiled with ``++wandb_project`` / ``++mlflow_tracking_uri``
+(W&B offline, MLflow file store) and exported as an inspect_ai log — then every file any of them wrote
+(the W&B run file, its media, staging and logs; the MLflow store; the log) is searched for the key.
+
+The stub's request log proves the key really went upstream, and the tracker files are checked to hold the
+run (its config and metrics), so the search is not vacuous.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.export import wandb_file
+from tests.reliability.secrets.test_secrets import (
+    API_KEY,
+    MCQA,
+    RUN,
+    gym,
+    leaks,
+    upstream,
+    write_env_yaml,
+    written_files,
+)
+from tests.stubs.openai_stub import OpenAIStub
+
+__all__ = ["upstream"]  # the module-scoped stub upstream fixture, shared with test_secrets
+
+pytestmark = pytest.mark.slow
+
+
+def searchable(data: bytes) -> bytes:
+    """What a file holds, unpacked: a zip's members (the ``.eval`` log) and a Parquet table's rows as CSV
+    (compressed bytes would hide a key from the search)."""
+    if data[:4] == b"PK\x03\x04":
+        # inspect_ai's dependency: lets zipfile read the log's zstd members
+        import zipfile_zstd  # type: ignore[import-untyped]  # noqa: F401
+
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return b"\n".join(archive.read(name) for name in archive.namelist())
+    if data[:4] == b"PAR1":
+        return pl.read_parquet(io.BytesIO(data)).write_csv().encode()
+    return data
+
+
+def test_trackers_and_inspect_log_hold_no_key(
+    tmp_path: Path, upstream: tuple[str, OpenAIStub], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, stub = upstream
+    write_env_yaml(tmp_path, f"{url}/v1")
+    run = gym("eval", "run", *RUN, "--input", str(MCQA), "--num-repeats", "2", "-o", "out/rollouts.jsonl",
+              "--log-dir", "out/logs", cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"Bearer {API_KEY}" in {r["headers"].get("authorization") for r in stub.requests}
+
+    monkeypatch.setenv("REWARDGYM_MODEL_API_KEY", API_KEY)  # in the environment the trackers start in
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    for name in ("WANDB_DIR", "WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR"):
+        (tmp_path / name.lower()).mkdir()
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    store = (tmp_path / "mlruns").as_uri()
+    profile = gym("eval", "profile", "--inputs", "out/rollouts_materialized_inputs.jsonl",
+                  "--rollouts", "out/rollouts.jsonl", "--report", "++wandb_project=secrets",
+                  f"++mlflow_tracking_uri={store}", cwd=tmp_path)  # fmt: skip
+    assert profile.returncode == 0, profile.stdout + profile.stderr
+    inspect = gym("eval", "export", "--rollouts", "out/rollouts.jsonl", "--to", "inspect", cwd=tmp_path)
+    assert inspect.returncode == 0, inspect.stdout + inspect.stderr
+
+    [run_file] = list((tmp_path / "wandb_dir").rglob("run-*.wandb"))
+    assert wandb_file.config(run_file)["run.materialize.num_repeats"] == 2  # the run's settings went
+    assert wandb_file.summary(run_file)["profile/tasks"] > 0
+    assert any((tmp_path / "mlruns").rglob("metrics/profile/mean_reward"))
+    assert (tmp_path / "out/rollouts_inspect.eval").stat().st_size > 0
+
+    files = {name: searchable(data) for name, data in written_files(tmp_path).items()}
+    assert any(name.startswith("wandb_data_dir/") for name in files)  # the artifact staging is searched
+    assert b"mcqa" in files["out/rollouts_inspect.eval"]  # unpacked: the search reads the samples
+    leaked = {name: leaks(data) for name, data in files.items() if leaks(data)}
+    assert not leaked, leaked
+    assert not leaks(
+        run.stdout + run.stderr + profile.stdout + profile.stderr + inspect.stdout + inspect.stderr
+    )
