@@ -139,7 +139,7 @@ def test_inspect_log_has_one_sample_per_rollout(run: Path, tmp_path: Path) -> No
         "eval", "export", "--rollouts", str(run / "run.jsonl"), "--to", "inspect", "--out", str(tmp_path)
     )
     assert done.returncode == 0, done.stderr
-    log = read_eval_log(str(tmp_path / "run_inspect.eval"))
+    log = read_eval_log(str(tmp_path / "run_inspect.json"))
     assert log.status == "success" and log.samples is not None
     scored = [s for s in log.samples if s.error is None]
     failed = [s for s in log.samples if s.error is not None]
@@ -240,4 +240,4 @@ def test_missing_extra_names_the_pip_install(run: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
     assert "pip install 'rewardgym[inspect]'" in done.stderr
-    assert not (run / "run_inspect.eval").exists()
+    assert not (run / "run_inspect.json").exists()

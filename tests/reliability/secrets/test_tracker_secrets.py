@@ -1,7 +1,8 @@
 """No secret reaches a tracker: a real run whose API key sits in ``env.yaml`` (and in
 ``$REWARDGYM_MODEL_API_KEY`` while exporting), profiled with ``++wandb_project`` / ``++mlflow_tracking_uri``
 (W&B offline, MLflow file store) and exported as an inspect_ai log — then every file any of them wrote
-(the W&B run file, its media, staging and logs; the MLflow store; the log) is searched for the key.
+(the W&B run file, its media, staging and logs; the MLflow store; the log; Parquet tables unpacked) is
+searched for the key.
 
 The stub's request log proves the key really went upstream, and the tracker files are checked to hold the
 run (its config and metrics), so the search is not vacuous.
@@ -10,7 +11,6 @@ run (its config and metrics), so the search is not vacuous.
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import Path
 
 import polars as pl
@@ -35,14 +35,8 @@ pytestmark = pytest.mark.slow
 
 
 def searchable(data: bytes) -> bytes:
-    """What a file holds, unpacked: a zip's members (the ``.eval`` log) and a Parquet table's rows as CSV
-    (compressed bytes would hide a key from the search)."""
-    if data[:4] == b"PK\x03\x04":
-        # inspect_ai's dependency: lets zipfile read the log's zstd members
-        import zipfile_zstd  # type: ignore[import-untyped]  # noqa: F401
-
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            return b"\n".join(archive.read(name) for name in archive.namelist())
+    """What a file holds, unpacked: a Parquet table's rows as CSV (its compressed pages would hide a key
+    from the search)."""
     if data[:4] == b"PAR1":
         return pl.read_parquet(io.BytesIO(data)).write_csv().encode()
     return data
@@ -75,11 +69,12 @@ def test_trackers_and_inspect_log_hold_no_key(
     assert wandb_file.config(run_file)["run.materialize.num_repeats"] == 2  # the run's settings went
     assert wandb_file.summary(run_file)["profile/tasks"] > 0
     assert any((tmp_path / "mlruns").rglob("metrics/profile/mean_reward"))
-    assert (tmp_path / "out/rollouts_inspect.eval").stat().st_size > 0
+    assert (tmp_path / "out/rollouts_inspect.json").stat().st_size > 0
 
     files = {name: searchable(data) for name, data in written_files(tmp_path).items()}
     assert any(name.startswith("wandb_data_dir/") for name in files)  # the artifact staging is searched
-    assert b"mcqa" in files["out/rollouts_inspect.eval"]  # unpacked: the search reads the samples
+    assert b"mcqa" in files["out/rollouts_inspect.json"]  # the samples are searched
+    assert any(b"_ng_task_index" in data for name, data in files.items() if name.endswith(".parquet"))
     leaked = {name: leaks(data) for name, data in files.items() if leaks(data)}
     assert not leaked, leaked
     assert not leaks(
