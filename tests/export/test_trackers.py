@@ -218,26 +218,49 @@ def _text(row: dict[str, Any]) -> str:
     )
 
 
-def test_missing_extra_names_the_pip_install(run: Path, tmp_path: Path) -> None:
-    """A tracker library that cannot be imported (hidden by a ``sitecustomize`` that removes it from the
-    import path) is a usage error naming the extra, before anything is written."""
+def _without(tmp_path: Path, *modules: str) -> dict[str, str]:
+    """An environment whose interpreter cannot import ``modules`` (a ``sitecustomize`` hides them)."""
     shim = tmp_path / "shim"
-    shim.mkdir()
+    shim.mkdir(exist_ok=True)
     (shim / "sitecustomize.py").write_text(
         "import importlib.abc, sys\n"
         "class Hide(importlib.abc.MetaPathFinder):\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('mlflow', 'inspect_ai'):\n"
+        f"        if name.split('.')[0] in {modules!r}:\n"
         "            raise ModuleNotFoundError(name)\n"
         "        return None\n"
         "sys.meta_path.insert(0, Hide())\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(shim), str(REPO / "src")))}
-    done = subprocess.run(
-        [sys.executable, "-m", "rewardgym", "eval", "export", "--rollouts", str(run / "run.jsonl"),
-         "--to", "inspect", "--to", "mlflow"],
-        env=env, capture_output=True, text=True, timeout=120, check=False,
+    return {**os.environ, "PYTHONPATH": os.pathsep.join((str(shim), str(REPO / "src")))}
+
+
+def _gym_in(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rewardgym", *args], env=env, capture_output=True, text=True, timeout=120,
+        check=False,
     )  # fmt: skip
+
+
+def test_missing_extra_names_the_pip_install(run: Path, tmp_path: Path) -> None:
+    """A tracker library that cannot be imported is a usage error naming the extra, before anything is
+    written."""
+    env = _without(tmp_path, "mlflow", "inspect_ai")
+    done = _gym_in(
+        env, "eval", "export", "--rollouts", str(run / "run.jsonl"), "--to", "inspect", "--to", "mlflow"
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "pip install 'rewardgym[inspect]'" in done.stderr
     assert not (run / "run_inspect.json").exists()
+
+
+def test_run_checks_the_extra_before_collecting(tmp_path: Path) -> None:
+    """``gym eval run ++wandb_project=…`` without the extra stops before materializing or asking any
+    server (the head URL points nowhere)."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(b'{"responses_create_params": {"input": "q"}, "agent_ref": {"name": "a"}}\n')
+    env = _without(tmp_path, "wandb")
+    done = _gym_in(env, "eval", "run", "--no-serve", "--head-url", "http://127.0.0.1:9", "--input", str(rows),
+                   "-o", str(tmp_path / "out/r.jsonl"), "++wandb_project=p")  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "pip install 'rewardgym[wandb]'" in done.stderr
+    assert not (tmp_path / "out").exists()
