@@ -5,8 +5,10 @@ inspect_ai (``read_eval_log``) — and compared with the run's files."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -264,3 +266,16 @@ def test_run_checks_the_extra_before_collecting(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "pip install 'rewardgym[wandb]'" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_unreachable_tracking_server_is_one_line_in_seconds(run: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    done = gym("eval", "export", "--rollouts", str(run / "run.jsonl"), "--to", "mlflow",
+               f"++mlflow_tracking_uri=http://127.0.0.1:{port}")  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert time.monotonic() - started < 90  # MLflow's own retry defaults take about 4 minutes
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("Error: mlflow export failed: ") and f"127.0.0.1:{port}" in line

@@ -5,7 +5,10 @@ Contract of :func:`send_to_mlflow(record, settings)`:
 
 - ``MlflowClient(tracking_uri=mlflow_tracking_uri)`` (``MLFLOW_TRACKING_URI`` when the key is absent;
   credentials are MLflow's own, e.g. ``MLFLOW_TRACKING_TOKEN``); a ``file:`` URI or a plain path opts in
-  to MLflow's file store (``MLFLOW_ALLOW_FILE_STORE=true``, which MLflow 3 otherwise refuses); the experiment
+  to MLflow's file store (``MLFLOW_ALLOW_FILE_STORE=true``, which MLflow 3 otherwise refuses); HTTP
+  calls are retried 3 times with backoff factor 1 unless ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` /
+  ``MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR`` say otherwise (an unreachable server fails in seconds, not 4
+  minutes); the experiment
   ``mlflow_experiment_name`` (default ``rewardgym``) is created when missing; the run is named
   ``mlflow_run_name`` or the run's stem. The client API is used, not the fluent one, so no tag is read
   from the machine (user, source file, git commit).
@@ -34,6 +37,8 @@ from rewardgym.export.record import RunRecord
 from rewardgym.export.trackers import TrackerSettings
 
 MAX_TABLE_ROWS = 10_000
+_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
+"""MLflow's own defaults (7 retries, factor 2) take 4 minutes to give up on an unreachable server."""
 _NAME_LIMIT = 250
 _PARAM_LIMIT = 6000
 _TAG_LIMIT = 8000
@@ -75,6 +80,8 @@ def send_to_mlflow(record: RunRecord, settings: TrackerSettings) -> list[str]:
     if uri is not None and (uri.startswith("file:") or "://" not in uri):
         # MLflow 3 refuses its file store unless opted in; naming one explicitly is that choice.
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    for variable, value in _HTTP_DEFAULTS.items():
+        os.environ.setdefault(variable, value)
     client = MlflowClient(tracking_uri=uri)
     experiment = _experiment(client, settings.mlflow_experiment_name or "rewardgym")
     run_id = client.create_run(experiment, run_name=settings.mlflow_run_name or record.name).info.run_id
