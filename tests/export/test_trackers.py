@@ -98,10 +98,11 @@ def test_mlflow_file_store_run_holds_metrics_params_and_artifacts(run: Path, tmp
     from mlflow import MlflowClient
 
     store = (tmp_path / "mlruns").as_uri()
-    done = gym("eval", "export", "--rollouts", str(run / "run.jsonl"), "--to", "mlflow",
-               f"++mlflow_tracking_uri={store}", "++mlflow_experiment_name=rg",
-               "++mlflow_run_name=nightly")  # fmt: skip
+    # no --to: the tracking URI alone chooses MLflow (and no tables are written)
+    done = gym("eval", "export", "--rollouts", str(run / "run.jsonl"), f"++mlflow_tracking_uri={store}",
+               "++mlflow_experiment_name=rg", "++mlflow_run_name=nightly")  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert "to MLflow" in done.stdout and not (run / "run_tasks.parquet").exists()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
         client = MlflowClient(tracking_uri=store)

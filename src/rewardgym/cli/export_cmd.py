@@ -8,8 +8,9 @@ inspect …] [++wandb_project=P ++wandb_name=N ++wandb_entity=E] [++mlflow_track
   ``<stem>_analysis.json`` exists) ``<stem>_analysis.<ext>`` and ``<stem>_analysis_summary.<ext>`` next
   to R (or into DIR) and prints one ``Wrote <path> (<n> rows)`` line each (:mod:`rewardgym.export.api`);
 - ``--to wandb`` / ``--to mlflow`` send the run to the tracker (:mod:`rewardgym.export.trackers`);
-  ``--to inspect`` writes ``<stem>_inspect.eval`` (:mod:`rewardgym.export.inspect_log`); ``--to`` may be
-  repeated. Each prints where the run went.
+  ``--to inspect`` writes ``<stem>_inspect.json`` (:mod:`rewardgym.export.inspect_log`); ``--to`` may be
+  repeated. Each prints where the run went. Without ``--to``, ``++wandb_project`` / ``++mlflow_tracking_uri``
+  choose W&B / MLflow; with neither, tables.
 
 Bad input exits 1 with one ``Error: …`` line naming file:line and writes nothing; a bad flag, an unknown
 ``++key`` or a missing optional extra exits 2.
@@ -53,7 +54,8 @@ def export_command(
     ] = None,
 ) -> None:
     settings = tracker_settings(split_overrides(ctx.args, _OPTIONS))
-    targets = list(dict.fromkeys(to or [Target.TABLES]))
+    # Without --to the tracker keys switch their trackers on, as on 'gym eval profile' and 'gym eval run'.
+    targets = list(dict.fromkeys(to or settings.targets() or [Target.TABLES]))
     for target in targets:
         require(target)  # every missing extra is named before anything is written or sent
     for target in targets:

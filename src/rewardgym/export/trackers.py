@@ -105,6 +105,8 @@ def export_run(
 ) -> list[str]:
     """Send the run at ``rollouts`` to ``target`` (not ``tables``: :func:`.api.export_files`); one
     printable line per place it went."""
+    if target is Target.TABLES:
+        raise ValueError("tables are written by rewardgym.export.api.export_files")
     require(target)
     if target is Target.INSPECT:
         from rewardgym.export.inspect_log import write_inspect_log
