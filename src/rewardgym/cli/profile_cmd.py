@@ -2,11 +2,14 @@
 
 ``gym eval profile --inputs X_materialized_inputs.jsonl --rollouts X.jsonl [--allow-partial-rollouts]
 [--allow-non-numeric-rewards] [--report] [++allow_partial_rollouts=True]
-[++allow_non_numeric_rewards=True]``
+[++allow_non_numeric_rewards=True] [++wandb_project=P …] [++mlflow_tracking_uri=U …]``
 writes ``X_reward_profiling.jsonl``, ``X_agent_metrics.json`` and ``X_repeat_level_metrics.json`` next
 to the rollouts, prints NeMo Gym's summary lines, then a table of tasks by pass-rate band, the mean
 reward with its 95 % interval and the wall time; ``--report`` then runs ``gym eval analyze`` on the same
-files (see :mod:`rewardgym.cli.analyze_cmd`). Bad input exits 1 with one ``Error: …`` line (a measured
+files (see :mod:`rewardgym.cli.analyze_cmd`); ``++wandb_project=…`` / ``++mlflow_tracking_uri=…`` (NeMo Gym's
+exporter keys, :mod:`rewardgym.export.trackers`) then send the run to W&B / MLflow, as
+``gym eval export --to wandb|mlflow`` does (a missing extra is reported before profiling).
+Bad input exits 1 with one ``Error: …`` line (a measured
 rollout whose ``reward`` is not a number included, unless ``--allow-non-numeric-rewards``: NeMo Gym's
 silent behaviour); a bad flag or override exits 2.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -28,8 +31,12 @@ from rewardgym.cli.run_files import INPUTS_HELP, ROLLOUTS_HELP
 from rewardgym.errors import UsageError
 from rewardgym.profile import BAND_LABELS, ProfileResult, profile_files, summary_lines
 
+if TYPE_CHECKING:
+    from rewardgym.export.trackers import Target, TrackerSettings
+
 _OPTIONS = ("--inputs", "--rollouts", "--allow-partial-rollouts", "--allow-non-numeric-rewards", "--report")
 _OVERRIDE_KEYS = ("allow_partial_rollouts", "allow_non_numeric_rewards")
+_TRACKER_PREFIXES = ("wandb_", "mlflow_")
 _TRUE = frozenset(("true", "1", "yes"))
 _FALSE = frozenset(("false", "0", "no"))
 
@@ -60,7 +67,8 @@ def overrides_of(tokens: list[str]) -> dict[str, bool]:
         if key not in _OVERRIDE_KEYS:
             raise UsageError(
                 f"unknown override {token!r}: 'gym eval profile' accepts only "
-                "++allow_partial_rollouts=true|false and ++allow_non_numeric_rewards=true|false"
+                "++allow_partial_rollouts=true|false, ++allow_non_numeric_rewards=true|false and the tracker "
+                "keys ++wandb_project=… / ++mlflow_tracking_uri=… (see 'gym eval export')"
             )
         values[key] = parse_bool(text, key)
     return values
@@ -141,7 +149,10 @@ def profile_command(
     ] = False,
 ) -> None:
     started = time.perf_counter()
-    overrides = overrides_of(split_overrides(ctx.args, _OPTIONS))
+    tokens = split_overrides(ctx.args, _OPTIONS)
+    tracker_tokens = [t for t in tokens if t.lstrip("+").startswith(_TRACKER_PREFIXES)]
+    overrides = overrides_of([t for t in tokens if t not in tracker_tokens])
+    trackers = _trackers(tracker_tokens)
     allow_partial = _flag(
         allow_partial_rollouts, overrides, "allow_partial_rollouts", "--allow-partial-rollouts"
     )
@@ -174,6 +185,30 @@ def profile_command(
         materialized = result.completion.expected_rollout_rows
         del result  # free the profile's columns first: the analysis has what it needs in ``scan``
         report_after_profile(Path(inputs), Path(rollouts), scan, materialized)
+    if trackers:
+        from rewardgym.export.trackers import export_run
+
+        settings, targets = trackers
+        for target in targets:
+            for line in export_run(target, Path(rollouts), settings):
+                typer.echo(line)
+
+
+def _trackers(tokens: list[str]) -> tuple[TrackerSettings, list[Target]] | None:
+    """The trackers ``++wandb_*`` / ``++mlflow_*`` switch on, their extras checked before profiling."""
+    if not tokens:
+        return None
+    from rewardgym.export.trackers import require, tracker_settings
+
+    settings = tracker_settings(tokens)
+    targets = settings.targets()
+    if not targets:
+        raise UsageError(
+            "tracker settings without a destination: add ++wandb_project=… or ++mlflow_tracking_uri=…"
+        )
+    for target in targets:
+        require(target)
+    return settings, targets
 
 
 def _import_analysis() -> None:

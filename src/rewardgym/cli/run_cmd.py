@@ -3,7 +3,9 @@
 With ``--no-serve`` the agents of a running ``gym env start`` are found through its head registry; without
 it, the servers of the given config are started for this run and stopped afterwards. Settings without a
 flag are read from the config (``++rollout_timeout_s=…``, ``++max_attempts=…``, ``++fail_fast=true``,
-``++num_repeats={a: 8, _default: 1}``, ``++num_repeats_add_seed=true``).
+``++num_repeats={a: 8, _default: 1}``, ``++num_repeats_add_seed=true``); ``++wandb_project=…`` /
+``++mlflow_tracking_uri=…`` profile the finished run and send it to W&B / MLflow
+(:mod:`rewardgym.cli.run_trackers`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.run_trackers import export_after_run, trackers_of, without_tracker_keys
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
@@ -133,7 +136,7 @@ def _fingerprint_settings(
         materialize["shard"] = list(shard)
     if explicit is not None:
         materialize = {k: v for k, v in materialize.items() if k in explicit}
-    return {"config": cfg.redacted(), "materialize": materialize}
+    return {"config": without_tracker_keys(cfg.redacted()), "materialize": materialize}
 
 
 @eval_app.command("run", context_settings=OVERRIDE_CONTEXT)
@@ -304,6 +307,7 @@ def run(
         adaptive=policy,
     )
     guard_run_outputs(settings)  # before any server starts or any file (a log folder) is created
+    trackers = trackers_of(cfg)  # ++wandb_project / ++mlflow_tracking_uri: extras checked up front
     max_failure_rate = _failure_rate_limit(cfg)
     token = cfg.get("auth_token")
     headers = {"X-Rewardgym-Token": str(token)} if token else None
@@ -324,6 +328,8 @@ def run(
         from rewardgym.cli.analyze_cmd import health_after_run
 
         health_after_run(output)
+    if trackers is not None:
+        export_after_run(output, trackers, cfg)
 
 
 def _shard(value: str | None) -> tuple[int, int] | None:

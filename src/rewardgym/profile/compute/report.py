@@ -58,7 +58,11 @@ def task_summary(profile: Profile) -> TaskSummary:
         return TaskSummary(tasks=0, bands=None, mean_reward=None, interval=None)
     column = stats.fields.index("reward")
     rates = stats.tasks.stats.mean[:, column]
-    rates = rates[~np.isnan(rates)]
+    return rates_summary(rates[~np.isnan(rates)])
+
+
+def rates_summary(rates: np.ndarray) -> TaskSummary:
+    """Bands and mean reward of per-task mean rewards (no NaN; see module doc)."""
     if len(rates) == 0:
         return TaskSummary(tasks=0, bands=None, mean_reward=None, interval=None)
     finite = bool(np.isfinite(rates).all())
