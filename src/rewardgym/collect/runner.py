@@ -130,13 +130,15 @@ def _clear_stale(outputs: RunOutputs, out: IO[str]) -> None:
             path.unlink()
 
 
-def _materialize(settings: CollectSettings, handle: IO[bytes]) -> tuple[set[str], int]:
+def _materialize(settings: CollectSettings, handle: IO[bytes], out: IO[str]) -> tuple[set[str], int]:
     """Write the materialized rows to ``handle``; returns (agents named, row count)."""
     if settings.input is None:
         raise UsageError("--input is required (unless --resume)")
     agents: set[str] = set()
     count = 0
-    for row in iter_materialized(settings.input, settings.materialize):
+    for row in iter_materialized(
+        settings.input, settings.materialize, lambda message: out.write(f"Warning: {message}\n")
+    ):
         if settings.shard is not None and row[keys.TASK_INDEX] % settings.shard[1] != settings.shard[0]:
             continue
         agents.add(row[keys.AGENT_REF]["name"])
@@ -216,7 +218,7 @@ def _prepare(
     # Built in a temp file (see rewardgym.io.outputs) renamed over the materialized file only at the end of
     # the block, once every check passed and the earlier run's outputs are cleared.
     with atomic_writer(outputs.materialized) as handle:
-        needed, total = _materialize(settings, handle)
+        needed, total = _materialize(settings, handle, out)
         _check_agents(needed, agent_urls)
         _clear_stale(outputs, out)
     write_fingerprint(
