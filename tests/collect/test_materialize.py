@@ -162,7 +162,7 @@ def test_prompt_config_renders_user_and_system(tmp_path: Path) -> None:
         "temperature": 0.5,
         "input": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q: 2+2?"}],
     }
-    assert list(rows[0]["responses_create_params"]) == ["temperature", "input"]  # type: ignore[call-overload]
+    assert list(rows[0]["responses_create_params"]) == ["temperature", "input"]
 
 
 def test_prompt_config_refuses_rows_with_input(tmp_path: Path) -> None:

@@ -176,7 +176,7 @@ def token_headers(token: str | None) -> dict[str, str]:
 def _head_url(ctx: typer.Context, head_url: str | None) -> tuple[str, dict[str, str]]:
     """The head registry's URL and the auth headers (token from ``++auth_token`` / env.yaml)."""
     overrides = split_overrides(ctx.args, ["--head-url", "--json", "--timeout"])
-    cfg = load_config([], overrides, require_complete=False)
+    cfg = load_config([], overrides, require_complete=False, check_keys=True)
     if head_url:
         return head_url.rstrip("/"), token_headers(_token(cfg))
     host, port = cfg.head_server

@@ -256,7 +256,9 @@ def run(
         raise DataError(f"Input file not found: '{input_path}' (--input)")
     shard_spec = _shard(shard)
     if no_serve:
-        cfg = load_config(config or [], overrides, search_dirs=search_dir or [], require_complete=False)
+        cfg = load_config(
+            config or [], overrides, search_dirs=search_dir or [], require_complete=False, check_keys=True
+        )
     else:
         cfg = load_stack_config(
             overrides=overrides, config=config or [], resources=resources_server or [],

@@ -15,6 +15,8 @@ Pipeline (every problem is a :class:`~rewardgym.errors.ConfigError`):
 8. Refuse what would put a secret in clear or on the wire badly (:mod:`rewardgym.config.guards`): a URL with
    ``user:password@``, a CR/LF in an API key, token or configured header.
 9. Detect server instances strictly, check their references, validate hosts and ports.
+10. With ``check_keys`` (every ``gym`` command), refuse unknown top-level keys first
+    (:mod:`rewardgym.config.known_keys`), so a typo is the error reported rather than what it broke later.
 
 Secret values seen on the way are registered for :func:`~rewardgym.config.secrets.redact_text`, and so is
 every value ``${oc.env:…}`` read from the environment under a key that is not known-safe
@@ -45,6 +47,7 @@ from rewardgym.config.files import (
 )
 from rewardgym.config.guards import check_header_values, environment_secrets, refuse_url_credentials
 from rewardgym.config.instances import ServerInstance, ServerKind, check_references, find_instances
+from rewardgym.config.known_keys import check_unknown_keys
 from rewardgym.config.oc_errors import omegaconf_message
 from rewardgym.config.overrides import Override, apply_overrides, parse_overrides
 from rewardgym.config.ports import assign_hosts_and_ports
@@ -213,8 +216,11 @@ def load_config(
     search_dirs: Sequence[Path] = (),
     env_yaml: bool = True,
     require_complete: bool = True,
+    check_keys: bool = False,
 ) -> GymConfig:
-    """Load and validate the configuration (see the module docstring for the pipeline and precedence)."""
+    """Load and validate the configuration (see the module docstring for the pipeline and precedence).
+
+    ``check_keys`` refuses unknown top-level keys (step 10); every ``gym`` command sets it."""
     here = (cwd or Path.cwd()).resolve()
     roots = list(dict.fromkeys([here, *((here / Path(d).expanduser()).resolve() for d in search_dirs)]))
     file_requests, key_overrides = _override_requests(parse_overrides(overrides))
@@ -237,7 +243,15 @@ def load_config(
         merged[CONFIG_PATHS_KEY] = [str(f.path) for f in files]
 
     raw = OmegaConf.to_container(merged, resolve=False)
-    return _build(raw, files=[f.path for f in files], warnings=warnings, require_complete=require_complete)
+    ignored: list[str] = []
+    if check_keys:  # before the build: a typo is the error to report, not what it made fail further on
+        sources = [(f.path, f.config) for f in files] + ([(env[1], env[0])] if env is not None else [])
+        ignored = check_unknown_keys(raw, overrides=key_overrides, sources=sources)  # type: ignore[arg-type]
+        for warning in ignored:
+            logger.warning("%s", warning)
+    return _build(
+        raw, files=[f.path for f in files], warnings=[*warnings, *ignored], require_complete=require_complete
+    )
 
 
 def _build(raw: Any, *, files: Sequence[Path], warnings: Sequence[str], require_complete: bool) -> GymConfig:
