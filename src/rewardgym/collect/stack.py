@@ -67,7 +67,11 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
         for r in records
         if isinstance(r, dict) and r.get("kind") == MODEL_KIND and "name" in r
     }
-    return AgentDirectory(agents, head_url=head_url, models=models)
+    kinds = {r["name"]: r.get("implementation") for r in records if isinstance(r, dict) and "name" in r}
+    agent_types = {name: kinds.get(name) for name in agents}
+    return AgentDirectory(
+        agents, head_url=head_url, models=models, agent_types=agent_types, instance_names=map(str, kinds)
+    )
 
 
 def _head_port(cfg: GymConfig, host: str, configured: int, taken: list[int]) -> int:
@@ -110,7 +114,10 @@ class ServedStack:
     @property
     def agent_urls(self) -> AgentDirectory:
         urls = {spec.name: spec.url for spec in self._specs if spec.kind == AGENT_KIND}
-        return AgentDirectory(urls, guard=self)
+        types = {spec.name: spec.implementation for spec in self._specs if spec.kind == AGENT_KIND}
+        return AgentDirectory(
+            urls, guard=self, agent_types=types, instance_names=[spec.name for spec in self._specs]
+        )
 
     # -- the StackGuard of the runner ---------------------------------------------------------------------
     resume_hint = "Run the same command plus --resume to continue (it starts the servers again)."
