@@ -134,8 +134,33 @@ def test_unknown_instance_field_suggests_the_field(
     err = capsys.readouterr().err
     assert code == 1
     assert (
-        "mcqa.grading_mod: unknown field (not a setting of this server; did you mean 'grading_mode'?)" in err
+        "mcqa.grading_mod: unknown field (not a setting of this server; did you mean 'grading_mode'?) "
+        "(from the override ++mcqa.resources_servers.mcqa.grading_mod=…)"
+    ) in err
+
+
+def test_unknown_instance_field_in_a_file_names_file_and_line(
+    tmp_path: Path, write: WriteFile, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(
+        "mcqa.yaml",
+        MCQA.rstrip() + "\nextra:\n  resources_servers:\n    mcqa:\n      http: {max_attemps: 3}\n",
     )
+    monkeypatch.chdir(tmp_path)
+    assert main(["config", "show", "--config", "mcqa.yaml"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "extra.http.max_attemps: unknown field (not a setting of this server; did you mean 'max_attempts'?) "
+        f"(from {tmp_path / 'mcqa.yaml'}:7)"
+    ) in err
+
+
+def test_origin_of_values(tmp_path: Path, write: WriteFile) -> None:
+    write("mcqa.yaml", MCQA)
+    cfg = _load(tmp_path, ["mcqa.yaml"], ["++limit=3"])
+    assert cfg.origin(["mcqa", "resources_servers", "mcqa", "domain"]) == f"from {tmp_path / 'mcqa.yaml'}:3"
+    assert cfg.origin(["limit"]) == "from the override ++limit=…"
+    assert cfg.origin(["nothing", "here"]) is None
 
 
 def _shipped_configs() -> list[Path]:

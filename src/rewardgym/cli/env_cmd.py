@@ -81,9 +81,9 @@ def _instance_table(specs: list[ChildSpec], head: str) -> Table:
     return table
 
 
-async def _serve(supervisor: Supervisor, specs: list[ChildSpec]) -> int:
+async def _serve(supervisor: Supervisor, specs: list[ChildSpec], cfg: GymConfig) -> int:
     loop = asyncio.get_running_loop()
-    starting = asyncio.create_task(supervisor.start(preflight=lambda: validate_specs(specs)))
+    starting = asyncio.create_task(supervisor.start(preflight=lambda: validate_specs(specs, cfg)))
 
     def on_signal() -> None:
         if not starting.done():
@@ -158,7 +158,7 @@ def start(
     _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
     _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
     supervisor = Supervisor(specs, options)
-    code = asyncio.run(_serve(supervisor, specs))
+    code = asyncio.run(_serve(supervisor, specs, cfg))
     if code:
         raise typer.Exit(code)
 

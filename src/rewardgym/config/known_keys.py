@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import yaml
+
 from rewardgym.config.directives import COPY_KEY, INHERIT_KEY, apply_directives
 from rewardgym.config.instances import RESERVED_KEYS, SERVER_KINDS
 from rewardgym.config.overrides import Override
@@ -123,18 +125,50 @@ def _line_of(path: Path, key: str) -> int | None:
     return next((number for number, line in enumerate(lines, 1) if pattern.match(line)), None)
 
 
+def _nested_line(path: Path, parts: Sequence[str]) -> int | None:
+    """The line of the key at ``parts`` in the YAML file ``path`` (composed, never constructed: no alias is
+    expanded), if it is written there."""
+    try:
+        node: Any = yaml.compose(path.read_text(encoding="utf-8", errors="replace"), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        return None
+    line = None
+    for part in parts:
+        if not isinstance(node, yaml.MappingNode):
+            return None
+        match = next((pair for pair in node.value if getattr(pair[0], "value", None) == part), None)
+        if match is None:
+            return None
+        line, node = match[0].start_mark.line + 1, match[1]
+    return line
+
+
+def origin_of(
+    parts: Sequence[str], overrides: Sequence[Override], sources: Sequence[tuple[Path, Mapping[str, Any]]]
+) -> str | None:
+    """Where the value at ``parts`` came from: the last override setting it (or a parent of it), else the
+    last source that writes it (highest precedence), as ``from …``; ``None`` when not found."""
+    dotted = ".".join(parts)
+    for override in reversed(overrides):
+        if dotted == override.key or dotted.startswith(override.key + "."):
+            return f"from the override {override.token.split('=', 1)[0]}=…"
+    for path, data in reversed(sources):
+        if parts[0] not in data:
+            continue
+        line = _line_of(path, parts[0]) if len(parts) == 1 else _nested_line(path, parts)
+        if line is not None:
+            return f"from {path}:{line}"
+    return None
+
+
 def _origin(
     key: str, overrides: Sequence[Override], sources: Sequence[tuple[Path, Mapping[str, Any]]]
 ) -> str:
-    """Where ``key`` came from: the last override setting it, else the last source (highest precedence)."""
-    for override in reversed(overrides):
-        if override.key.split(".", 1)[0] == key:
-            return f"from the override {override.token.split('=', 1)[0]}=…"
-    for path, data in reversed(sources):
-        if key in data:
-            line = _line_of(path, key)
-            return f"from {path}:{line}" if line is not None else f"from {path}"
-    return "from the config"
+    """Where the top-level ``key`` came from (:func:`origin_of`)."""
+    found = origin_of([key], overrides, sources)
+    if found is not None:
+        return found
+    return next((f"from {path}" for path, data in reversed(sources) if key in data), "from the config")
 
 
 def _hint(key: str, value: Any, candidates: Iterable[str]) -> str:

@@ -47,7 +47,7 @@ from rewardgym.config.files import (
 )
 from rewardgym.config.guards import check_header_values, environment_secrets, refuse_url_credentials
 from rewardgym.config.instances import ServerInstance, ServerKind, check_references, find_instances
-from rewardgym.config.known_keys import check_unknown_keys
+from rewardgym.config.known_keys import check_unknown_keys, origin_of
 from rewardgym.config.oc_errors import omegaconf_message
 from rewardgym.config.overrides import Override, apply_overrides, parse_overrides
 from rewardgym.config.ports import assign_hosts_and_ports
@@ -73,7 +73,9 @@ class GymConfig:
         warnings: Sequence[str],
         missing: Sequence[str],
         env_secret_paths: frozenset[str] = frozenset(),
+        origins: tuple[Sequence[Override], Sequence[tuple[Path, Any]]] = ((), ()),
     ) -> None:
+        self._origins = origins
         self._raw = raw
         self._env_secret_paths = env_secret_paths
         self._resolved = resolved
@@ -95,6 +97,12 @@ class GymConfig:
     def head_server(self) -> tuple[str, int]:
         """``(host, port)`` of the head server."""
         return self._head_server
+
+    def origin(self, parts: Sequence[str]) -> str | None:
+        """Where the value at ``parts`` (``[instance, kind, implementation, field]``…) came from: ``from the
+        override ++…=…`` or ``from file:line``; ``None`` when unknown (e.g. a config from a dict)."""
+        overrides, sources = self._origins
+        return origin_of(parts, overrides, sources)
 
     def instances_of(self, kind: ServerKind) -> list[ServerInstance]:
         """The instances of one kind, in config order."""
@@ -244,17 +252,28 @@ def load_config(
 
     raw = OmegaConf.to_container(merged, resolve=False)
     ignored: list[str] = []
+    sources = [(f.path, f.config) for f in files] + ([(env[1], env[0])] if env is not None else [])
     if check_keys:  # before the build: a typo is the error to report, not what it made fail further on
-        sources = [(f.path, f.config) for f in files] + ([(env[1], env[0])] if env is not None else [])
         ignored = check_unknown_keys(raw, overrides=key_overrides, sources=sources)  # type: ignore[arg-type]
         for warning in ignored:
             logger.warning("%s", warning)
     return _build(
-        raw, files=[f.path for f in files], warnings=[*warnings, *ignored], require_complete=require_complete
+        raw,
+        files=[f.path for f in files],
+        warnings=[*warnings, *ignored],
+        require_complete=require_complete,
+        origins=(key_overrides, sources),
     )
 
 
-def _build(raw: Any, *, files: Sequence[Path], warnings: Sequence[str], require_complete: bool) -> GymConfig:
+def _build(
+    raw: Any,
+    *,
+    files: Sequence[Path],
+    warnings: Sequence[str],
+    require_complete: bool,
+    origins: tuple[Sequence[Override], Sequence[tuple[Path, Any]]] = ((), ()),
+) -> GymConfig:
     """Steps 5-8 of the pipeline on a merged, unresolved plain config."""
     if not isinstance(raw, dict):
         raise ConfigError(f"a config must be a mapping, got {type(raw).__name__}")
@@ -284,6 +303,7 @@ def _build(raw: Any, *, files: Sequence[Path], warnings: Sequence[str], require_
         warnings=warnings,
         missing=missing,
         env_secret_paths=env_secret_paths,
+        origins=origins,
     )
 
 
