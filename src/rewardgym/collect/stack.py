@@ -93,6 +93,7 @@ class ServedStack:
     ) -> None:
         host, port = cfg.head_server
         taken = [inst.port for inst in cfg.instances.values()]
+        self._cfg = cfg
         self._specs = child_specs(cfg, log_dir=log_dir)
         readiness = cfg.get("model_endpoint_readiness_timeout_seconds", 120.0)
         self._supervisor = Supervisor(
@@ -149,7 +150,7 @@ class ServedStack:
 
     async def start(self) -> None:
         self._notify(f"Starting {len(self._specs)} servers (logs: {self._supervisor.options.log_dir})")
-        await self._supervisor.start(preflight=lambda: validate_specs(self._specs))
+        await self._supervisor.start(preflight=lambda: validate_specs(self._specs, self._cfg))
         self._notify(f"All {len(self._specs)} servers ready")
 
     def watch(self, on_death: Callable[[ChildFailure], None]) -> None:
