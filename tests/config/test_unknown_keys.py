@@ -58,6 +58,19 @@ def test_every_unknown_key_is_named_with_its_file_and_line(tmp_path: Path, write
     )
 
 
+def test_env_yaml_variables_for_other_configs_are_fine(tmp_path: Path, write: WriteFile) -> None:
+    """env.yaml serves every config a user runs: its own keys are free, unless close to a known one."""
+    write("mcqa.yaml", MCQA)
+    write("env.yaml", "judge_base_url: http://127.0.0.1:9/v1\njudge_api_key: sk-judge-123456\n")
+    assert _load(tmp_path, ["mcqa.yaml"], []).get("judge_base_url") == "http://127.0.0.1:9/v1"
+    # The same key in a config file, or as an override, is unknown there.
+    write("judge.yaml", "judge_base_url: x\n")
+    with pytest.raises(ConfigError, match="unknown top-level key 'judge_base_url'"):
+        _load(tmp_path, ["mcqa.yaml", "judge.yaml"], [])
+    with pytest.raises(ConfigError, match=re.escape("(from the override ++judge_base_url=…)")):
+        _load(tmp_path, ["mcqa.yaml"], ["++judge_base_url=y"])
+
+
 def test_the_last_source_is_named(tmp_path: Path, write: WriteFile) -> None:
     write("a.yaml", "max_atempts: 2\n")
     write("b.yaml", "# b\nmax_atempts: 3\n")

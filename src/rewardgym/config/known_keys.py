@@ -14,6 +14,8 @@ Contract (docs/config.md "Unknown keys"):
 * The content of known blocks is not checked here: a server instance's fields are checked by that server's
   own config model (mapping-typed fields such as a model's ``extra_body`` are free-form), and the mapping
   values of settings (``responses_create_params``, ``num_repeats``, ``head_server``…) belong to their readers.
+* A key that only env.yaml sets is one of its variables (env.yaml serves every config a user runs), unless
+  it is a near miss of a known setting (similarity ≥ 0.85: ``policy_base_url_``, ``fail_fst``).
 * ``allow_unknown_keys: true`` (``++allow_unknown_keys=true``) turns the error into warnings, for a config
   shared with another tool that reads keys of its own.
 """
@@ -79,6 +81,9 @@ NEMO_GYM_SETTINGS: Final = frozenset(
 """Top-level keys NeMo Gym 0.7.0 reads (its reserved list and the fields of its command configs)."""
 
 KNOWN_SETTINGS: Final = RESERVED_KEYS | REWARDGYM_SETTINGS | NEMO_GYM_SETTINGS
+
+_ENV_NEAR_MISS: Final = 0.85
+"""Similarity (:mod:`difflib` ratio) from which an env.yaml-only key is taken for a typo of a known one."""
 
 # ``${a.b}``, ``${a[0]}`` name the variable ``a``; ``${oc.env:X}`` (a resolver: name then ':') names none.
 _INTERPOLATION = re.compile(r"\$\{\s*([A-Za-z0-9_\-]+)((?:\.[A-Za-z0-9_\-]+)*)\s*([}:\[])")
@@ -188,6 +193,24 @@ def _hint(key: str, value: Any, candidates: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _env_variable(
+    key: str,
+    overrides: Sequence[Override],
+    sources: Sequence[tuple[Path, Mapping[str, Any]]],
+    env_yaml: Path | None,
+    candidates: Iterable[str],
+) -> bool:
+    """Whether ``key`` is one of env.yaml's own variables: env.yaml is one store of URLs and keys for every
+    config a user runs (``judge_base_url`` is there for the judge's config, used or not), so a key only it
+    sets is free unless it is a near miss of a known setting (``policy_base_url_``, ``fail_fst``)."""
+    if env_yaml is None or any(o.key.split(".", 1)[0] == key for o in overrides):
+        return False
+    setters = [path for path, data in sources if key in data]
+    if setters != [env_yaml]:
+        return False
+    return not difflib.get_close_matches(key, list(candidates), n=1, cutoff=_ENV_NEAR_MISS)
+
+
 def instance_names(data: Mapping[str, Any]) -> set[str]:
     """Top-level keys that hold a server kind once the directives are applied (their shape is checked later,
     by :func:`~rewardgym.config.instances.find_instances`)."""
@@ -204,19 +227,22 @@ def check_unknown_keys(
     *,
     overrides: Sequence[Override] = (),
     sources: Sequence[tuple[Path, Mapping[str, Any]]] = (),
+    env_yaml: Path | None = None,
 ) -> list[str]:
     """Refuse unknown top-level keys of the merged, unresolved ``data`` (see the module docstring).
 
-    ``sources`` are the config files then env.yaml, in merge order, each with its own top-level mapping.
-    Returns the warnings to print when ``allow_unknown_keys`` is set (else raises, or returns nothing).
+    ``sources`` are the config files then env.yaml, in merge order, each with its own top-level mapping;
+    ``env_yaml`` names the env.yaml among them. Returns the warnings to print when ``allow_unknown_keys`` is
+    set (else raises, or returns nothing).
     """
     names = instance_names(data)
     known = KNOWN_SETTINGS | names | referenced_keys(data)
+    candidates = (KNOWN_SETTINGS - {ALLOW_UNKNOWN_KEY}) | names
     # A server kind as a top-level key gets find_instances' own, more specific error.
     unknown = [key for key in data if isinstance(key, str) and key not in known and key not in SERVER_KINDS]
+    unknown = [key for key in unknown if not _env_variable(key, overrides, sources, env_yaml, candidates)]
     if not unknown:
         return []
-    candidates = (KNOWN_SETTINGS - {ALLOW_UNKNOWN_KEY}) | names
     problems = [
         f"unknown top-level key {key!r} ({_origin(key, overrides, sources)})"
         + _hint(key, data[key], candidates)

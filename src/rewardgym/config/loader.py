@@ -254,7 +254,12 @@ def load_config(
     ignored: list[str] = []
     sources = [(f.path, f.config) for f in files] + ([(env[1], env[0])] if env is not None else [])
     if check_keys:  # before the build: a typo is the error to report, not what it made fail further on
-        ignored = check_unknown_keys(raw, overrides=key_overrides, sources=sources)  # type: ignore[arg-type]
+        ignored = check_unknown_keys(
+            raw,  # type: ignore[arg-type]
+            overrides=key_overrides,
+            sources=sources,
+            env_yaml=env[1] if env is not None else None,
+        )
         for warning in ignored:
             logger.warning("%s", warning)
     return _build(
