@@ -72,7 +72,7 @@ def test_nemo_unit_test_shape(tmp_path: Path) -> None:
         params = row["responses_create_params"]
         assert isinstance(params, dict)
         assert params["temperature"] == 0.1
-        assert params["metadata"] == {"extra_body": f'{{"seed":{row["_ng_rollout_index"]}}}'}
+        assert params["metadata"] == {"extra_body": f'{{"seed": {row["_ng_rollout_index"]}}}'}
         assert list(row) == [
             "responses_create_params",
             "x",
@@ -97,8 +97,9 @@ def test_identical_lines_share_a_task_and_continue_numbering(tmp_path: Path) -> 
 
 
 def test_existing_task_index_and_agent_are_kept(tmp_path: Path) -> None:
+    """With --agent-fill-missing (the default rewrites every row, see test_materialize_nemo_cases.py)."""
     line = '{"responses_create_params":{"input":"q"},"agent_ref":{"name":"mine"},"_ng_task_index":7}'
-    rows = _materialize(_write(tmp_path, [line]), agent_name="other")
+    rows = _materialize(_write(tmp_path, [line]), agent_name="other", agent_fill_missing=True)
     assert rows == [
         {
             "responses_create_params": {"input": "q"},
@@ -158,9 +159,10 @@ def test_prompt_config_renders_user_and_system(tmp_path: Path) -> None:
         path, agent_name="a", prompt_config=PromptConfig(user="Q: {question}", system="Be brief.")
     )
     assert rows[0]["responses_create_params"] == {
-        "input": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q: 2+2?"}],
         "temperature": 0.5,
+        "input": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q: 2+2?"}],
     }
+    assert list(rows[0]["responses_create_params"]) == ["temperature", "input"]
 
 
 def test_prompt_config_refuses_rows_with_input(tmp_path: Path) -> None:

@@ -110,9 +110,9 @@ def test_show_asset_selectors(project: Path, write: WriteFile, capsys: pytest.Ca
 
 
 def test_show_allow_missing(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _show(capsys, "++needed=???", "--allow-missing")
+    code, out, _ = _show(capsys, "++limit=???", "--allow-missing")
     assert code == 0
-    assert yaml.safe_load(out)["needed"] == "???"
+    assert yaml.safe_load(out)["limit"] == "???"
 
 
 BAD_INPUTS = [
@@ -133,11 +133,13 @@ BAD_INPUTS = [
         id="plus-existing",
     ),
     pytest.param(["++a=[1,2"], "override '++a=[1,2': cannot parse the value", id="unparsable-value"),
-    pytest.param(["++a=${nowhere}"], "'nowhere' is not set; set it, e.g. ++nowhere=<value>", id="unresolved"),
     pytest.param(
-        ["++a=???", "++b.c=???"],
+        ["++limit=${nowhere}"], "'nowhere' is not set; set it, e.g. ++nowhere=<value>", id="unresolved"
+    ),
+    pytest.param(
+        ["++limit=???", "++responses_create_params.c=???"],
         "2 required config values are missing (???); set them on the command line, in env.yaml or in a "
-        "config file:\n  ++a=<value>\n  ++b.c=<value>",
+        "config file:\n  ++limit=<value>\n  ++responses_create_params.c=<value>",
         id="missing-values",
     ),
     pytest.param(
@@ -193,7 +195,16 @@ def test_subprocess_exit_codes_and_no_secret(project: Path) -> None:
     assert "openai_api_key: '***'" in ok.stdout
     assert SECRET not in ok.stdout + ok.stderr
     bad = subprocess.run(
-        [sys.executable, "-m", "rewardgym", "config", "show", "--config", "mcqa.yaml", "++x=${missing_key}"],
+        [
+            sys.executable,
+            "-m",
+            "rewardgym",
+            "config",
+            "show",
+            "--config",
+            "mcqa.yaml",
+            "++limit=${missing_key}",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -201,6 +212,6 @@ def test_subprocess_exit_codes_and_no_secret(project: Path) -> None:
     )
     assert bad.returncode == 1
     assert bad.stdout == ""
-    assert bad.stderr.startswith("Error: x: cannot resolve interpolation")
+    assert bad.stderr.startswith("Error: limit: cannot resolve interpolation")
     assert "Traceback" not in bad.stderr
     assert SECRET not in bad.stdout + bad.stderr

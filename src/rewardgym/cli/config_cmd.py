@@ -127,4 +127,4 @@ def _validate_servers(cfg: GymConfig) -> None:
     `gym config show` is a true pre-flight check."""
     from rewardgym.launch.from_config import child_specs, validate_specs
 
-    validate_specs(child_specs(cfg, log_dir=Path.home() / ".cache/rewardgym/logs"))
+    validate_specs(child_specs(cfg, log_dir=Path.home() / ".cache/rewardgym/logs"), cfg)

@@ -83,9 +83,9 @@ def _instance_table(specs: list[ChildSpec], head: str) -> Table:
     return table
 
 
-async def _serve(supervisor: Supervisor, specs: list[ChildSpec]) -> int:
+async def _serve(supervisor: Supervisor, specs: list[ChildSpec], cfg: GymConfig) -> int:
     loop = asyncio.get_running_loop()
-    starting = asyncio.create_task(supervisor.start(preflight=lambda: validate_specs(specs)))
+    starting = asyncio.create_task(supervisor.start(preflight=lambda: validate_specs(specs, cfg)))
 
     def on_signal() -> None:
         if not starting.done():
@@ -180,7 +180,7 @@ def start(
         _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
         supervisor = Supervisor(specs, options)
     _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
-    code = asyncio.run(_serve(supervisor, specs))
+    code = asyncio.run(_serve(supervisor, specs, cfg))
     if code:
         raise typer.Exit(code)
 
@@ -198,7 +198,7 @@ def token_headers(token: str | None) -> dict[str, str]:
 def _head_url(ctx: typer.Context, head_url: str | None) -> tuple[str, dict[str, str]]:
     """The head registry's URL and the auth headers (token from ``++auth_token`` / env.yaml)."""
     overrides = split_overrides(ctx.args, ["--head-url", "--json", "--timeout"])
-    cfg = load_config([], overrides, require_complete=False)
+    cfg = load_config([], overrides, require_complete=False, check_keys=True)
     if head_url:
         return head_url.rstrip("/"), token_headers(_token(cfg))
     host, port = cfg.head_server

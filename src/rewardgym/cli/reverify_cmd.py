@@ -163,7 +163,7 @@ def aggregate(
         [(output, "--output"), (RunOutputs(output).aggregate_metrics, "output (written next to --output)")],
         [(path, "--input shard") for path in paths],
     )
-    cfg = load_config([], overrides, require_complete=False)
+    cfg = load_config([], overrides, require_complete=False, check_keys=True)
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
     token = cfg.get("auth_token")

@@ -3,9 +3,9 @@
 With ``--no-serve`` the agents of a running ``gym env start`` are found through its head registry; without
 it, the servers of the given config are started for this run and stopped afterwards. Settings without a
 flag are read from the config (``++rollout_timeout_s=…``, ``++max_attempts=…``, ``++fail_fast=true``,
-``++num_repeats={a: 8, _default: 1}``, ``++num_repeats_add_seed=true``); ``++wandb_project=…`` /
-``++mlflow_tracking_uri=…`` profile the finished run and send it to W&B / MLflow
-(:mod:`rewardgym.cli.run_trackers`).
+``++num_repeats={a: 8, _default: 1}``, ``++num_repeats_add_seed=true``, ``++interleave_repeats=true``,
+``++agent_fill_missing=true``); ``++wandb_project=…`` / ``++mlflow_tracking_uri=…`` profile the finished
+run and send it to W&B / MLflow (:mod:`rewardgym.cli.run_trackers`).
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout", "--shard", "--no-health-check", *ad.FLAGS,
+    "--startup-timeout", "--shard", "--no-health-check", "--interleave-repeats", "--agent-fill-missing",
+    *ad.FLAGS,
 ]  # fmt: skip
 
 EXIT_FAILURE_RATE = 3
@@ -118,7 +119,9 @@ def _explicit(resume: bool, *, cfg: GymConfig, **given: Any) -> set[str] | None:
         return None
     names = {name for name, value in given.items() if value not in (None, False, {})}
     names |= {key for key in ("num_repeats", "agent_name", "limit") if cfg.get(key) is not None}
-    return {"agent" if n == "agent_name" else n for n in names}
+    names |= {key for key in ("interleave_repeats", "agent_fill_missing") if cfg.get(key) is True}
+    renamed = {"agent_name": "agent", "interleave_repeats": "interleave"}
+    return {renamed.get(n, n) for n in names}
 
 
 def _fingerprint_settings(
@@ -132,8 +135,13 @@ def _fingerprint_settings(
         "create_params": dict(options.create_params_overrides),
         "prompt_config": None if options.prompt_config is None else vars(options.prompt_config),
     }
-    if shard is not None:  # only when given, so runs without --shard keep their fingerprint
+    # Only when given, so runs without these flags keep their fingerprint.
+    if shard is not None:
         materialize["shard"] = list(shard)
+    if options.interleave:
+        materialize["interleave"] = True
+    if options.agent_fill_missing:
+        materialize["agent_fill_missing"] = True
     if explicit is not None:
         materialize = {k: v for k, v in materialize.items() if k in explicit}
     return {"config": without_tracker_keys(cfg.redacted()), "materialize": materialize}
@@ -147,8 +155,15 @@ def run(
         "results/rollouts.jsonl"
     ),
     agent: Annotated[
-        str | None, typer.Option("--agent", "-a", help="Agent for rows without agent_ref.")
+        str | None,
+        typer.Option(
+            "--agent", "-a", help="Agent of every row (replacing a row's own agent_ref, as NeMo Gym 0.7.0)."
+        ),
     ] = None,
+    agent_fill_missing: Annotated[
+        bool,
+        typer.Option("--agent-fill-missing", help="--agent only sets rows without agent_ref; keep the rest."),
+    ] = False,
     limit: Annotated[
         int | None, typer.Option("--limit", help="Use only the first N input lines.", min=0)
     ] = None,
@@ -190,6 +205,14 @@ def run(
     ] = None,
     add_seed: Annotated[
         bool, typer.Option("--num-repeats-add-seed", help="Send the rollout index as the sampling seed.")
+    ] = False,
+    interleave_repeats: Annotated[
+        bool,
+        typer.Option(
+            "--interleave-repeats",
+            help="Order the rollouts round by round (abcabc: every task's rollout 0, then 1…) instead of "
+            "each task's repeats back to back (aabbcc).",
+        ),
     ] = False,
     no_serve: Annotated[
         bool, typer.Option("--no-serve", help="Use servers of a running 'gym env start'.")
@@ -245,7 +268,9 @@ def run(
         raise DataError(f"Input file not found: '{input_path}' (--input)")
     shard_spec = _shard(shard)
     if no_serve:
-        cfg = load_config(config or [], overrides, search_dirs=search_dir or [], require_complete=False)
+        cfg = load_config(
+            config or [], overrides, search_dirs=search_dir or [], require_complete=False, check_keys=True
+        )
     else:
         cfg = load_stack_config(
             overrides=overrides, config=config or [], resources=resources_server or [],
@@ -272,10 +297,12 @@ def run(
     materialize = MaterializeOptions(
         num_repeats=policy.initial if policy is not None else _repeats(num_repeats, cfg),
         agent_name=agent or cfg.get("agent_name"),
+        agent_fill_missing=agent_fill_missing or _as_bool(cfg, "agent_fill_missing"),
         limit=limit if limit is not None else cfg.get("limit"),
         add_seed=add_seed or _as_bool(cfg, "num_repeats_add_seed"),
         create_params_overrides={**extra_params, **create_params},
         prompt_config=_prompt_config(prompt_config),
+        interleave=interleave_repeats or _as_bool(cfg, "interleave_repeats"),
     )
     explicit = _explicit(
         resume,
@@ -287,6 +314,8 @@ def run(
         create_params=create_params,
         prompt_config=prompt_config,
         shard=shard_spec,
+        interleave=interleave_repeats,
+        agent_fill_missing=agent_fill_missing,
     )
     settings = CollectSettings(
         output=output,

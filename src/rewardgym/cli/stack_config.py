@@ -63,6 +63,7 @@ def load_stack_config(
             config_paths=config, resources_servers=resources, model_types=types, agents=agents,
             search_dirs=search_dirs, model=model, model_url=model_url, model_api_key=model_api_key,
             model_api_key_file=model_api_key_file, overrides=overrides, require_complete=require_complete,
+            check_keys=True,
         )  # fmt: skip
 
     if model_types:

@@ -5,11 +5,17 @@ Contract (users diff these files against NeMo Gym's):
 - ``_ng_task_index`` already present in a row is kept; otherwise it is assigned per *distinct raw input
   line*: byte-identical lines share one task index, and their rollout numbers continue.
 - ``_ng_rollout_index`` counts per task from 0.
-- ``agent_name`` (``--agent``) only fills a missing ``agent_ref``; it never overrides a row's own.
+- ``agent_name`` (``--agent``) sets every row's ``agent_ref`` to ``{"name": agent_name}`` (in place when the
+  row had one), as NeMo Gym 0.7.0 does; rows that named another agent are counted and reported through
+  ``warn`` once the file is read. With ``agent_fill_missing`` it only fills a missing ``agent_ref``.
 - ``num_repeats`` is an int, or a mapping from agent name to int with an optional ``_default``.
 - ``add_seed`` puts ``"seed": <rollout index>`` into ``responses_create_params.metadata.extra_body``
-  (a JSON string, merged with one already there).
+  (a JSON string, merged with one already there, written like Python's ``json.dumps``: ``{"seed": 0}``).
 - ``create_params_overrides`` (``--temperature``…) are merged into every row's ``responses_create_params``.
+- ``prompt_config`` sets ``responses_create_params.input`` (after the parameters the row already has); a
+  row whose ``input`` is non-empty is refused.
+- ``interleave`` reorders the rows "abcabc": a stable sort by ``_ng_rollout_index`` (every rollout 0 in
+  input order, then every rollout 1…). Unlike the default order this holds the rows in memory.
 - Key order of a row: its original keys, then ``agent_ref``, ``_ng_task_index``, ``_ng_rollout_index``.
 Errors name the input file and line.
 """
@@ -17,12 +23,11 @@ Errors name the input file and line.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.inputs import refuse_special_input
@@ -47,7 +52,9 @@ class MaterializeOptions:
     num_repeats: RepeatSpec = 1
     """Repeats per row: an int, or ``{agent_name: n, "_default": n}``."""
     agent_name: str | None = None
-    """Default agent for rows without ``agent_ref`` (``--agent``)."""
+    """The agent of every row (``--agent``); only of rows without one with ``agent_fill_missing``."""
+    agent_fill_missing: bool = False
+    """``--agent`` fills a missing ``agent_ref`` only and keeps the rows' own (``--agent-fill-missing``)."""
     limit: int | None = None
     """Read only the first N input lines (``--limit``; 0 or None means all)."""
     add_seed: bool = False
@@ -55,6 +62,8 @@ class MaterializeOptions:
     create_params_overrides: Mapping[str, Any] = field(default_factory=dict)
     """Merged into every row's ``responses_create_params`` (``--temperature``, ``--top-p``…)."""
     prompt_config: PromptConfig | None = None
+    interleave: bool = False
+    """Order the rows "abcabc" (by rollout index) instead of "aabbcc" (``--interleave-repeats``)."""
 
 
 def validate_repeats(spec: RepeatSpec) -> None:
@@ -80,7 +89,7 @@ def _repeats_for(spec: RepeatSpec, agent: str | None) -> int | None:
 
 def _render_prompt(row: dict[str, Any], prompt: PromptConfig, where: str) -> None:
     params = row.get(keys.RESPONSES_CREATE_PARAMS)
-    if isinstance(params, dict) and "input" in params:
+    if isinstance(params, dict) and params.get("input"):
         raise DataError(
             f"{where}: row already has responses_create_params.input; --prompt-config would replace it"
         )
@@ -93,32 +102,58 @@ def _render_prompt(row: dict[str, Any], prompt: PromptConfig, where: str) -> Non
         raise DataError(
             f"{where}: --prompt-config names field {exc.args[0]!r}, which the row does not have"
         ) from None
+    # After the row's own parameters (an empty ``input`` keeps its place), as NeMo Gym writes it.
     params = dict(params) if isinstance(params, dict) else {}
-    row[keys.RESPONSES_CREATE_PARAMS] = {"input": messages, **params}
+    params["input"] = messages
+    row[keys.RESPONSES_CREATE_PARAMS] = params
 
 
 def _add_seed(params: dict[str, Any], seed: int, where: str) -> None:
     metadata = params.get("metadata") or {}
     raw = metadata.get("extra_body") or "{}"
     try:
-        extra = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        extra = json.loads(raw)
+    except (TypeError, ValueError):
         raise DataError(
             f"{where}: responses_create_params.metadata.extra_body is not a JSON string"
         ) from None
+    if not isinstance(extra, dict):
+        raise DataError(f"{where}: responses_create_params.metadata.extra_body is not a JSON object")
     extra["seed"] = seed
-    params["metadata"] = {**metadata, "extra_body": orjson.dumps(extra).decode()}
+    # The stdlib's spacing and ASCII escapes ('{"seed": 0}'), byte for byte what NeMo Gym writes.
+    params["metadata"] = {**metadata, "extra_body": json.dumps(extra)}
 
 
-def iter_materialized(path: str | os.PathLike[str], options: MaterializeOptions) -> Iterator[dict[str, Any]]:
-    """Yield materialized rows in "aabbcc" order, streaming over the input file.
+def iter_materialized(
+    path: str | os.PathLike[str],
+    options: MaterializeOptions,
+    warn: Callable[[str], object] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Yield materialized rows in "aabbcc" order (streaming over the input file), or "abcabc" with
+    ``options.interleave``.
 
     The repeats of one input row share its nested values: treat the yielded rows as read-only.
-
-    Rows without an agent, or whose agent has no repeat count, are collected and reported in one error
-    after the whole file was read, so a user fixes every row at once.
+    ``warn`` receives warnings (``--agent`` replaced agents the rows named) once the file is read.
     """
+    rows = _iter_aabbcc(path, options, warn)
+    if not options.interleave:
+        yield from rows
+        return
+    # A stable sort by rollout index, bucketed: every rollout 0 in file order, then every rollout 1, …
+    buckets: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        buckets.setdefault(row[keys.ROLLOUT_INDEX], []).append(row)
+    for index in sorted(buckets):
+        yield from buckets.pop(index)
+
+
+def _iter_aabbcc(
+    path: str | os.PathLike[str], options: MaterializeOptions, warn: Callable[[str], object] | None
+) -> Iterator[dict[str, Any]]:
+    """Rows without an agent, or whose agent has no repeat count, are collected and reported in one error
+    after the whole file was read, so a user fixes every row at once."""
     validate_repeats(options.num_repeats)
+    replaced: dict[str, int] = {}
     limit = options.limit or None
     # Keyed by a 128-bit digest of the raw line, not the line itself: 10^6 distinct rows stay a few MiB.
     task_of_line: dict[bytes, int] = {}
@@ -144,7 +179,7 @@ def iter_materialized(path: str | os.PathLike[str], options: MaterializeOptions)
             if not isinstance(params, dict):
                 raise DataError(f"{where}: row has no 'responses_create_params' object")
             if options.agent_name is not None:
-                row.setdefault(keys.AGENT_REF, {"name": options.agent_name})
+                _set_agent(row, options, replaced)
             ref = row.get(keys.AGENT_REF)
             agent = ref.get("name") if isinstance(ref, dict) else None
             if not isinstance(agent, str):
@@ -165,6 +200,15 @@ def iter_materialized(path: str | os.PathLike[str], options: MaterializeOptions)
             if rows_without_agent or agents_without_repeats:
                 continue  # keep reading to report every problem at once; emit nothing more
             yield from _expand(row, task, repeats, next_rollout, options, where)
+    if replaced and warn is not None:
+        pairs = ", ".join(
+            f"{old} → {options.agent_name} ({n} row{'s' if n > 1 else ''})"
+            for old, n in sorted(replaced.items())
+        )
+        warn(
+            f"--agent {options.agent_name} replaced the agent_ref the rows named ({pairs}), as NeMo Gym "
+            "0.7.0 does; pass --agent-fill-missing to set it only on rows without one"
+        )
     if rows_without_agent:
         shown = ", ".join(str(n) for n in rows_without_agent[:10])
         more = "" if len(rows_without_agent) <= 10 else f" (and {len(rows_without_agent) - 10} more)"
@@ -175,6 +219,18 @@ def iter_materialized(path: str | os.PathLike[str], options: MaterializeOptions)
     if agents_without_repeats:
         names = ", ".join(f"{name!r} (first at line {line})" for name, line in agents_without_repeats.items())
         raise UsageError(f"num_repeats has no entry for agent(s) {names} and no '_default'")
+
+
+def _set_agent(row: dict[str, Any], options: MaterializeOptions, replaced: dict[str, int]) -> None:
+    ref = row.get(keys.AGENT_REF)
+    if options.agent_fill_missing:
+        if ref is None:
+            row[keys.AGENT_REF] = {"name": options.agent_name}
+        return
+    old = ref.get("name") if isinstance(ref, dict) else None
+    if isinstance(old, str) and old != options.agent_name:
+        replaced[old] = replaced.get(old, 0) + 1
+    row[keys.AGENT_REF] = {"name": options.agent_name}
 
 
 def _expand(

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ from rewardgym.collect.materialize import MaterializeOptions, iter_materialized
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.progress import CollectionProgress
 from rewardgym.collect.resume import PriorRun, drop_failures, key_of, load_prior_run, pending_rows
+from rewardgym.collect.rollout_fields import LEGACY_RESULT_TYPE, perf_of, relay_name, relay_names
 from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
 from rewardgym.errors import DataError, UsageError
@@ -139,13 +141,15 @@ def _clear_stale(outputs: RunOutputs, out: IO[str]) -> None:
             path.unlink()
 
 
-def _materialize(settings: CollectSettings, handle: IO[bytes]) -> tuple[set[str], int]:
+def _materialize(settings: CollectSettings, handle: IO[bytes], out: IO[str]) -> tuple[set[str], int]:
     """Write the materialized rows to ``handle``; returns (agents named, row count)."""
     if settings.input is None:
         raise UsageError("--input is required (unless --resume)")
     agents: set[str] = set()
     count = 0
-    for row in iter_materialized(settings.input, settings.materialize):
+    for row in iter_materialized(
+        settings.input, settings.materialize, lambda message: out.write(f"Warning: {message}\n")
+    ):
         if settings.shard is not None and row[keys.TASK_INDEX] % settings.shard[1] != settings.shard[0]:
             continue
         agents.add(row[keys.AGENT_REF]["name"])
@@ -250,7 +254,7 @@ def _prepare(
     # Built in a temp file (see rewardgym.io.outputs) renamed over the materialized file only at the end of
     # the block, once every check passed and the earlier run's outputs are cleared.
     with atomic_writer(outputs.materialized) as handle:
-        needed, total = _materialize(settings, handle)
+        needed, total = _materialize(settings, handle, out)
         _check_agents(needed, agent_urls)
         _clear_stale(outputs, out)
     write_fingerprint(
@@ -326,7 +330,22 @@ async def _collect(
     guard: StackGuard | None = None
     watch: HeadWatch | None = None
 
+    relays = relay_names(agent_urls)
+    # The wall clock of each successful /run, keyed by the result object until on_success (called at once
+    # after the attempt, in the same task) takes it: the dispatcher stays unaware of timing.
+    latencies: dict[int, float] = {}
+
+    async def send(row: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        result = await client.run(row)
+        latencies[id(result)] = (time.perf_counter() - started) * 1000.0
+        return result
+
     def on_success(row: dict[str, Any], result: dict[str, Any]) -> None:
+        agent = row[keys.AGENT_REF]["name"]
+        result[keys.ENVIRONMENT_SERVER] = relays.get(agent) or relay_name(agent, None)
+        result[keys.RESULT_TYPE] = LEGACY_RESULT_TYPE
+        result[keys.NG_PERF] = perf_of(result, latencies.pop(id(result), None))
         rollouts.write(result)
         progress.success(row[keys.AGENT_REF]["name"], float(result[keys.REWARD]))
         if prior.attempts:
@@ -360,7 +379,7 @@ async def _collect(
             watch = HeadWatch(agent_urls.head_url, headers=headers, on_death=on_death)
             guard = watch
     dispatcher = Dispatcher(
-        send=client.run,
+        send=send,
         concurrency=settings.concurrency,
         policy=settings.retry,
         on_success=on_success,

@@ -74,7 +74,16 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
     models = {
         r.name: {"implementation": r.implementation, "model": r.model} for r in parsed if r.kind == MODEL_KIND
     }
-    return AgentDirectory(agents, head_url=head_url, models=models, replicas=replicas)
+    kinds = {r.name: r.implementation for r in parsed}
+    agent_types = {name: kinds.get(name) for name in agents}
+    return AgentDirectory(
+        agents,
+        head_url=head_url,
+        models=models,
+        replicas=replicas,
+        agent_types=agent_types,
+        instance_names=list(kinds),
+    )
 
 
 def _head_port(cfg: GymConfig, host: str, configured: int, taken: list[int]) -> int:
@@ -96,6 +105,7 @@ class ServedStack:
     ) -> None:
         host, port = cfg.head_server
         taken = [inst.port for inst in cfg.instances.values()]
+        self._cfg = cfg
         self._specs = child_specs(cfg, log_dir=log_dir)
         readiness = cfg.get("model_endpoint_readiness_timeout_seconds", 120.0)
         options = SupervisorOptions(
@@ -128,7 +138,14 @@ class ServedStack:
             if record.kind == AGENT_KIND:
                 replicas.setdefault(record.name, []).append(record.url)
         urls = {name: found[0] for name, found in replicas.items()}
-        return AgentDirectory(urls, guard=self, replicas=replicas)
+        types = {spec.name: spec.implementation for spec in self._specs if spec.kind == AGENT_KIND}
+        return AgentDirectory(
+            urls,
+            guard=self,
+            replicas=replicas,
+            agent_types=types,
+            instance_names=[spec.name for spec in self._specs],
+        )
 
     # -- the StackGuard of the runner ---------------------------------------------------------------------
     resume_hint = "Run the same command plus --resume to continue (it starts the servers again)."
@@ -161,7 +178,7 @@ class ServedStack:
 
     async def start(self) -> None:
         self._notify(f"Starting {len(self._specs)} servers (logs: {self._supervisor.options.log_dir})")
-        await self._supervisor.start(preflight=lambda: validate_specs(self._specs))
+        await self._supervisor.start(preflight=lambda: validate_specs(self._specs, self._cfg))
         self._notify(f"All {len(self._specs)} servers ready")
 
     def watch(self, on_death: Callable[[ChildFailure], None]) -> None:

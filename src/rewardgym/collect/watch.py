@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from rewardgym.http.client import HttpClient
@@ -55,6 +55,8 @@ class AgentDirectory(dict[str, str]):
         guard: StackGuard | None = None,
         models: Mapping[str, Mapping[str, Any]] | None = None,
         replicas: Mapping[str, list[str]] | None = None,
+        agent_types: Mapping[str, str | None] | None = None,
+        instance_names: Iterable[str] = (),
     ) -> None:
         super().__init__(urls)
         self.replicas = {name: list(found) for name, found in (replicas or {}).items()}
@@ -63,6 +65,10 @@ class AgentDirectory(dict[str, str]):
         self.guard = guard
         self.models = dict(models) if models is not None else None
         """Model server name → ``{implementation, model}`` as the head registry reports them (no-serve)."""
+        self.agent_types: dict[str, str | None] = dict(agent_types or {})
+        """Agent name → implementation, where known (names the rows' ``_ng_environment_server``)."""
+        self.instance_names = frozenset(instance_names)
+        """Every server instance name known (a generated relay name must not clash with one)."""
 
 
 def describe_records(records: list[dict[str, Any]]) -> str | None:

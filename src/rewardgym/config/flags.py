@@ -113,6 +113,7 @@ def load_config_from_flags(
     cwd: Path | None = None,
     env_yaml: bool = True,
     require_complete: bool = True,
+    check_keys: bool = False,
 ) -> GymConfig:
     """Load the config the way every ``gym`` command does from its flags (see the module docstring); the API
     key comes from ``model_api_key``, ``model_api_key_file`` or ``$REWARDGYM_MODEL_API_KEY``."""
@@ -132,4 +133,5 @@ def load_config_from_flags(
         search_dirs=search_dirs,
         env_yaml=env_yaml,
         require_complete=require_complete,
+        check_keys=check_keys,
     )

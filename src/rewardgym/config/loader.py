@@ -15,6 +15,8 @@ Pipeline (every problem is a :class:`~rewardgym.errors.ConfigError`):
 8. Refuse what would put a secret in clear or on the wire badly (:mod:`rewardgym.config.guards`): a URL with
    ``user:password@``, a CR/LF in an API key, token or configured header.
 9. Detect server instances strictly, check their references, validate hosts and ports.
+10. With ``check_keys`` (every ``gym`` command), refuse unknown top-level keys first
+    (:mod:`rewardgym.config.known_keys`), so a typo is the error reported rather than what it broke later.
 
 Secret values seen on the way are registered for :func:`~rewardgym.config.secrets.redact_text`, and so is
 every value ``${oc.env:…}`` read from the environment under a key that is not known-safe
@@ -45,6 +47,7 @@ from rewardgym.config.files import (
 )
 from rewardgym.config.guards import check_header_values, environment_secrets, refuse_url_credentials
 from rewardgym.config.instances import ServerInstance, ServerKind, check_references, find_instances
+from rewardgym.config.known_keys import check_unknown_keys, origin_of
 from rewardgym.config.oc_errors import omegaconf_message
 from rewardgym.config.overrides import Override, apply_overrides, parse_overrides
 from rewardgym.config.ports import assign_hosts_and_ports
@@ -70,7 +73,9 @@ class GymConfig:
         warnings: Sequence[str],
         missing: Sequence[str],
         env_secret_paths: frozenset[str] = frozenset(),
+        origins: tuple[Sequence[Override], Sequence[tuple[Path, Any]]] = ((), ()),
     ) -> None:
+        self._origins = origins
         self._raw = raw
         self._env_secret_paths = env_secret_paths
         self._resolved = resolved
@@ -92,6 +97,12 @@ class GymConfig:
     def head_server(self) -> tuple[str, int]:
         """``(host, port)`` of the head server."""
         return self._head_server
+
+    def origin(self, parts: Sequence[str]) -> str | None:
+        """Where the value at ``parts`` (``[instance, kind, implementation, field]``…) came from: ``from the
+        override ++…=…`` or ``from file:line``; ``None`` when unknown (e.g. a config from a dict)."""
+        overrides, sources = self._origins
+        return origin_of(parts, overrides, sources)
 
     def instances_of(self, kind: ServerKind) -> list[ServerInstance]:
         """The instances of one kind, in config order."""
@@ -213,8 +224,11 @@ def load_config(
     search_dirs: Sequence[Path] = (),
     env_yaml: bool = True,
     require_complete: bool = True,
+    check_keys: bool = False,
 ) -> GymConfig:
-    """Load and validate the configuration (see the module docstring for the pipeline and precedence)."""
+    """Load and validate the configuration (see the module docstring for the pipeline and precedence).
+
+    ``check_keys`` refuses unknown top-level keys (step 10); every ``gym`` command sets it."""
     here = (cwd or Path.cwd()).resolve()
     roots = list(dict.fromkeys([here, *((here / Path(d).expanduser()).resolve() for d in search_dirs)]))
     file_requests, key_overrides = _override_requests(parse_overrides(overrides))
@@ -237,10 +251,34 @@ def load_config(
         merged[CONFIG_PATHS_KEY] = [str(f.path) for f in files]
 
     raw = OmegaConf.to_container(merged, resolve=False)
-    return _build(raw, files=[f.path for f in files], warnings=warnings, require_complete=require_complete)
+    ignored: list[str] = []
+    sources = [(f.path, f.config) for f in files] + ([(env[1], env[0])] if env is not None else [])
+    if check_keys:  # before the build: a typo is the error to report, not what it made fail further on
+        ignored = check_unknown_keys(
+            raw,  # type: ignore[arg-type]
+            overrides=key_overrides,
+            sources=sources,
+            env_yaml=env[1] if env is not None else None,
+        )
+        for warning in ignored:
+            logger.warning("%s", warning)
+    return _build(
+        raw,
+        files=[f.path for f in files],
+        warnings=[*warnings, *ignored],
+        require_complete=require_complete,
+        origins=(key_overrides, sources),
+    )
 
 
-def _build(raw: Any, *, files: Sequence[Path], warnings: Sequence[str], require_complete: bool) -> GymConfig:
+def _build(
+    raw: Any,
+    *,
+    files: Sequence[Path],
+    warnings: Sequence[str],
+    require_complete: bool,
+    origins: tuple[Sequence[Override], Sequence[tuple[Path, Any]]] = ((), ()),
+) -> GymConfig:
     """Steps 5-8 of the pipeline on a merged, unresolved plain config."""
     if not isinstance(raw, dict):
         raise ConfigError(f"a config must be a mapping, got {type(raw).__name__}")
@@ -270,6 +308,7 @@ def _build(raw: Any, *, files: Sequence[Path], warnings: Sequence[str], require_
         warnings=warnings,
         missing=missing,
         env_secret_paths=env_secret_paths,
+        origins=origins,
     )
 
 

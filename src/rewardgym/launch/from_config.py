@@ -114,14 +114,27 @@ def child_specs(cfg: GymConfig, *, log_dir: Path) -> list[ChildSpec]:
     return specs
 
 
-def validate_specs(specs: list[ChildSpec]) -> None:
-    """Resolve every class and validate every config (see the module docstring)."""
+def validate_specs(specs: list[ChildSpec], cfg: GymConfig | None = None) -> None:
+    """Resolve every class and validate every config (see the module docstring); with ``cfg``, each invalid
+    field's line says where it was set (``(from the override ++…=…)``, ``(from file:line)``)."""
     for spec in specs:
         try:
             server_class(spec.kind, spec.implementation).load_config(spec.config)
         except ConfigError as exc:
-            message = str(exc)
+            message = str(exc) if cfg is None else _with_origins(str(exc), spec, cfg)
             raise ConfigError(message if spec.name in message else f"{spec.name}: {message}") from None
+
+
+def _with_origins(message: str, spec: ChildSpec, cfg: GymConfig) -> str:
+    lines = message.split("\n")
+    prefix = f"  {spec.name}."
+    for index, line in enumerate(lines):
+        field, sep, _ = line.removeprefix(prefix).partition(": ")
+        if line.startswith(prefix) and sep:
+            origin = cfg.origin([spec.name, spec.kind, spec.implementation, *field.split(".")])
+            if origin is not None:
+                lines[index] = f"{line} ({origin})"
+    return "\n".join(lines)
 
 
 def upstream_urls(cfg: GymConfig) -> list[str]:

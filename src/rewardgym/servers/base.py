@@ -28,6 +28,7 @@ sets ``S.config_class = MyConfig`` unless the class body assigns ``config_class`
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import secrets
@@ -58,14 +59,28 @@ TOKEN_HEADER = "X-Rewardgym-Token"
 _NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False}
 
 
-def format_config_error(name: str, exc: ValidationError) -> str:
-    """One line per invalid field: ``<instance>.<field>: <message>`` (values are not echoed)."""
+def _fields_at(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> list[str]:
+    """The field names of the (nested) config model at ``loc``; empty where it is not a model."""
+    for part in loc:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        annotation = field.annotation if field is not None else None
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return list(model.model_fields) if model is not None else []
+
+
+def format_config_error(name: str, exc: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """One line per invalid field: ``<instance>.<field>: <message>`` (values are not echoed); an unknown
+    field gets a "did you mean" among the fields of ``model`` (the config class) at that level."""
     lines = []
     for err in exc.errors(include_url=False, include_input=False):
         field = ".".join(str(p) for p in err["loc"])
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown field (not a setting of this server)"
+            close = difflib.get_close_matches(
+                str(err["loc"][-1]), _fields_at(model, err["loc"][:-1]), n=1, cutoff=0.6
+            )
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            msg = f"unknown field (not a setting of this server{hint})"
         lines.append(f"{name}.{field}: {msg}")
     return "invalid server config:\n  " + "\n  ".join(lines)
 
@@ -129,7 +144,8 @@ class BaseServer(Generic[C]):
         try:
             return cast(C, cls.config_class.model_validate(raw))
         except ValidationError as exc:
-            raise ConfigError(format_config_error(str(raw.get("name", cls.__name__)), exc)) from None
+            name = str(raw.get("name", cls.__name__))
+            raise ConfigError(format_config_error(name, exc, cls.config_class)) from None
 
     @property
     def http(self) -> HttpClient:

@@ -1,0 +1,124 @@
+"""The fields NeMo Gym 0.7.0 adds to every rollout row, computed for rewardgym's collections
+(docs/reference/contract.md §4.9).
+
+Contract:
+
+* ``_ng_environment_server``: the name of the environment server that ran the rollout. rewardgym has no
+  environment servers; NeMo Gym 0.7.0 fronts each agent that has none with a generated ``legacy_agent``
+  relay, and that relay's name is what its collector writes for the same stack.
+  :func:`environment_server_names` derives it by the same rule: the agent's name without its
+  ``_<agent type>`` suffix (else without ``_agent``), plus ``_environment_server``
+  (``mcqa_simple_agent`` of type ``simple_agent`` → ``mcqa_environment_server``). When that name is
+  already an instance name or another agent's relay, it is the whole agent name plus the suffix, extended
+  until it is free. Agents are named in sorted order.
+* ``_ng_result_type``: the environment server's type, always ``legacy_agent`` here.
+* ``ng_perf`` (:func:`perf_of`): ``num_turns`` (model calls of the episode, counted from ``response.output``:
+  each run of items between ``function_call_output`` items is one model answer; at least 1),
+  ``num_tool_calls`` (``function_call_output`` items: tools the agent ran), ``token_observability_coverage``
+  (1.0 when ``response.usage`` gives token counts — the agent's sum over its model calls — else 0.0),
+  ``prompt_tokens`` / ``cached_prompt_tokens`` / ``completion_tokens`` / ``reasoning_tokens`` (from
+  ``usage.input_tokens``, ``input_tokens_details.cached_tokens``, ``output_tokens``,
+  ``output_tokens_details.reasoning_tokens``; each only when a non-negative integer), ``total_latency_ms``
+  (wall clock of the successful ``/run`` call, milliseconds, as measured by the collector). Key order and
+  types are NeMo Gym's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+ENVIRONMENT_SERVER_SUFFIX: Final = "_environment_server"
+LEGACY_RESULT_TYPE: Final = "legacy_agent"
+_TOOL_OUTPUT: Final = "function_call_output"
+
+
+def relay_name(agent: str, agent_type: str | None) -> str:
+    """The name NeMo Gym 0.7.0 gives the ``legacy_agent`` relay of ``agent`` (before any name clash)."""
+    stem = agent
+    if agent_type:
+        stem = agent.removesuffix(f"_{agent_type}").removesuffix(agent_type).rstrip("_")
+    if stem == agent:
+        stem = agent.removesuffix("_agent").rstrip("_")
+    return f"{stem or agent_type or agent}{ENVIRONMENT_SERVER_SUFFIX}"
+
+
+def _agent_type(agent: str, agent_type: str | None, known_types: Iterable[str]) -> str | None:
+    """The agent's type as NeMo Gym names it (a built-in name; a ``module:Class`` has none); when unknown
+    (a head registry that did not say), the longest of ``known_types`` the name ends with."""
+    if agent_type and ":" not in agent_type:
+        return agent_type
+    endings = [t for t in known_types if agent.endswith(f"_{t}")]
+    return max(endings, key=len) if endings else None
+
+
+def environment_server_names(
+    agent_types: Mapping[str, str | None], taken: Iterable[str] = (), known_types: Iterable[str] = ()
+) -> dict[str, str]:
+    """Agent name → its relay's name (module docstring); ``taken`` are the config's instance names."""
+    used = set(taken)
+    types = list(known_types)
+    names: dict[str, str] = {}
+    for agent in sorted(agent_types):
+        name = relay_name(agent, _agent_type(agent, agent_types[agent], types))
+        if name in used or name in names.values():
+            name = f"{agent}{ENVIRONMENT_SERVER_SUFFIX}"
+        while name in used:
+            name += ENVIRONMENT_SERVER_SUFFIX
+        names[agent] = name
+    return names
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def perf_of(result: Mapping[str, Any], latency_ms: float | None) -> dict[str, Any]:
+    """The ``ng_perf`` object of one rollout result (module docstring)."""
+    response = result.get("response")
+    output = response.get("output") if isinstance(response, dict) else None
+    turns = tools = 0
+    in_answer = False
+    for item in output if isinstance(output, list) else ():
+        if isinstance(item, dict) and item.get("type") == _TOOL_OUTPUT:
+            tools += 1
+            in_answer = False
+        elif not in_answer:
+            turns += 1
+            in_answer = True
+    usage = response.get("usage") if isinstance(response, dict) else None
+    tokens: dict[str, int] = {}
+    if isinstance(usage, dict):
+        cached = usage.get("input_tokens_details")
+        reasoning = usage.get("output_tokens_details")
+        for key, value in (
+            ("prompt_tokens", usage.get("input_tokens")),
+            ("cached_prompt_tokens", cached.get("cached_tokens") if isinstance(cached, dict) else None),
+            ("completion_tokens", usage.get("output_tokens")),
+            ("reasoning_tokens", reasoning.get("reasoning_tokens") if isinstance(reasoning, dict) else None),
+        ):
+            if (count := _count(value)) is not None:
+                tokens[key] = count
+    perf: dict[str, Any] = {
+        "num_turns": max(turns, 1),
+        "num_tool_calls": tools,
+        "token_observability_coverage": 1.0 if tokens else 0.0,
+        **tokens,
+    }
+    if latency_ms is not None:
+        perf["total_latency_ms"] = latency_ms
+    return perf
+
+
+def relay_names(agent_urls: Mapping[str, str]) -> dict[str, str]:
+    """Agent → ``_ng_environment_server`` for the agents of a run: their types and the instance names come
+    from an :class:`~rewardgym.collect.watch.AgentDirectory` when it knows them."""
+    types = getattr(agent_urls, "agent_types", None) or {}
+    agent_types = {name: types.get(name) for name in agent_urls}
+    known: list[str] = []
+    if not all(agent_types.values()):  # a registry that did not say: guess from the built-in agent types
+        from rewardgym.registry import available
+
+        known = available("responses_api_agents")
+    taken = getattr(agent_urls, "instance_names", None) or set(agent_urls)
+    return environment_server_names(agent_types, taken, known)
