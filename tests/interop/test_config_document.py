@@ -109,7 +109,8 @@ def test_document_has_nemo_gym_shape_and_no_secret() -> None:
     assert document["env"]["resources_servers"]["mcqa"]["datasets"] == [{"name": "d"}]
     agent = document["agent"]["responses_api_agents"]["simple_agent"]
     assert agent["resources_server"] == {"type": "resources_servers", "name": "env"}
-    relay = document["agent_environment_server_1"]["environment_servers"]["legacy_agent"]
+    # NeMo Gym's rule names the relay "agent_environment_server"; an instance has that name, so it is extended
+    relay = document["agent_environment_server_environment_server"]["environment_servers"]["legacy_agent"]
     assert relay == {
         "host": "127.0.0.1", "port": 2003, "agent_server": {"type": "responses_api_agents", "name": "agent"},
     }  # fmt: skip

@@ -158,7 +158,8 @@ def test_served_config_holds_no_secret(our_stack: str) -> None:
     assert "openai_api_key" not in model and "openai_default_headers" not in model
     assert model["openai_model"] == "stub-model" and "session_secret" not in str(document)
     # the relay NeMo Gym's collector needs is the agent itself: no extra process
-    relay = document[f"{AGENT}_environment_server"]["environment_servers"]["legacy_agent"]
+    # named by NeMo Gym 0.7.0's rule, the name our collector writes into rows as _ng_environment_server
+    relay = document["example_single_tool_call_environment_server"]["environment_servers"]["legacy_agent"]
     agent = document[AGENT]["responses_api_agents"]["simple_agent"]
     assert (relay["host"], relay["port"]) == (agent["host"], agent["port"])
     assert relay["agent_server"] == {"type": "responses_api_agents", "name": AGENT}

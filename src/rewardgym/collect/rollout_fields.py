@@ -25,48 +25,26 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
-ENVIRONMENT_SERVER_SUFFIX: Final = "_environment_server"
+from rewardgym.launch.relay_names import (
+    ENVIRONMENT_SERVER_SUFFIX,
+    environment_server_names,
+    relay_name,
+)
+
+__all__ = [
+    "ENVIRONMENT_SERVER_SUFFIX",
+    "LEGACY_RESULT_TYPE",
+    "environment_server_names",
+    "perf_of",
+    "relay_name",
+    "relay_names",
+]
+
 LEGACY_RESULT_TYPE: Final = "legacy_agent"
 _TOOL_OUTPUT: Final = "function_call_output"
-
-
-def relay_name(agent: str, agent_type: str | None) -> str:
-    """The name NeMo Gym 0.7.0 gives the ``legacy_agent`` relay of ``agent`` (before any name clash)."""
-    stem = agent
-    if agent_type:
-        stem = agent.removesuffix(f"_{agent_type}").removesuffix(agent_type).rstrip("_")
-    if stem == agent:
-        stem = agent.removesuffix("_agent").rstrip("_")
-    return f"{stem or agent_type or agent}{ENVIRONMENT_SERVER_SUFFIX}"
-
-
-def _agent_type(agent: str, agent_type: str | None, known_types: Iterable[str]) -> str | None:
-    """The agent's type as NeMo Gym names it (a built-in name; a ``module:Class`` has none); when unknown
-    (a head registry that did not say), the longest of ``known_types`` the name ends with."""
-    if agent_type and ":" not in agent_type:
-        return agent_type
-    endings = [t for t in known_types if agent.endswith(f"_{t}")]
-    return max(endings, key=len) if endings else None
-
-
-def environment_server_names(
-    agent_types: Mapping[str, str | None], taken: Iterable[str] = (), known_types: Iterable[str] = ()
-) -> dict[str, str]:
-    """Agent name → its relay's name (module docstring); ``taken`` are the config's instance names."""
-    used = set(taken)
-    types = list(known_types)
-    names: dict[str, str] = {}
-    for agent in sorted(agent_types):
-        name = relay_name(agent, _agent_type(agent, agent_types[agent], types))
-        if name in used or name in names.values():
-            name = f"{agent}{ENVIRONMENT_SERVER_SUFFIX}"
-        while name in used:
-            name += ENVIRONMENT_SERVER_SUFFIX
-        names[agent] = name
-    return names
 
 
 def _count(value: Any) -> int | None:

@@ -15,9 +15,9 @@ shape built only from what a collector needs, **with every secret removed**:
   supervisor in any encoding, a credential shape (``sk-…``, ``Bearer …``, ``api_key=…``) or a URL with
   ``user:password@``. Removed means absent: no ``***`` placeholder is served;
 * for each agent, the **environment-server relay** NeMo Gym 0.7.0's collector requires in front of an agent
-  (it dispatches every row to ``<relay>/run`` and asks ``<relay>/aggregate_metrics``): an instance
-  ``<agent>_environment_server`` of type ``environment_servers`` / ``legacy_agent`` whose ``agent_server``
-  names the agent and whose host and port **are the agent's own**. NeMo Gym's ``legacy_agent`` relays both
+  (it dispatches every row to ``<relay>/run`` and asks ``<relay>/aggregate_metrics``): an instance named
+  by NeMo Gym's rule (:mod:`rewardgym.launch.relay_names`) of type ``environment_servers`` /
+  ``legacy_agent`` whose ``agent_server`` names the agent and whose host and port **are the agent's own**. NeMo Gym's ``legacy_agent`` relays both
   calls to its agent byte for byte, so pointing the relay at the agent gives the collector the same answers
   without an extra process or hop; the agent serves ``/run`` and ``/aggregate_metrics`` itself.
 
@@ -33,13 +33,13 @@ from typing import Any
 
 from rewardgym.config.secrets import is_secret_key, redact_text, url_credentials
 from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.relay_names import environment_server_names
 
 AGENT_KIND = "responses_api_agents"
 ENVIRONMENT_KIND = "environment_servers"
 RELAY_IMPLEMENTATION = "legacy_agent"
 """NeMo Gym 0.7.0's name of the opaque ``/run`` relay (rows collected through it carry it as
 ``_ng_result_type``)."""
-RELAY_SUFFIX = "_environment_server"
 _PLUMBING_KEYS = frozenset({"peers", "log_dir", "http"})
 _DROPPED_SUFFIXES = ("headers", "url", "urls")
 """Header blocks carry credentials under arbitrary names; upstream URLs may hold a token in their path
@@ -91,15 +91,6 @@ def _literal(text: str) -> str:
     return text.replace("${", "\\${")
 
 
-def _relay_name(agent: str, taken: set[str]) -> str:
-    name = f"{agent}{RELAY_SUFFIX}"
-    index = 1
-    while name in taken:
-        name = f"{agent}{RELAY_SUFFIX}_{index}"
-        index += 1
-    return name
-
-
 def config_document(specs: Iterable[ChildSpec], *, head_host: str, head_port: int) -> dict[str, Any]:
     """The NeMo Gym-shaped, secret-free config document of the running instances."""
     specs = list(specs)
@@ -114,12 +105,18 @@ def config_document(specs: Iterable[ChildSpec], *, head_host: str, head_port: in
         settings["port"] = spec.port
         implementation = spec.implementation if not scrubber.leaks(spec.implementation) else "server"
         document[spec.name] = {spec.kind: {implementation: settings}}
-    taken = set(document)
+    agents = {spec.name: spec.implementation for spec in specs if spec.kind == AGENT_KIND}
+    known: list[str] = []
+    if any(":" in implementation for implementation in agents.values()):  # a module:Class has no type name
+        from rewardgym.registry import available
+
+        known = available(AGENT_KIND)
+    # The same names our collector writes into its rows (launch.relay_names), NeMo Gym 0.7.0's rule.
+    relays = environment_server_names(agents, taken=set(document), known_types=known)
     for spec in specs:
         if spec.kind != AGENT_KIND:
             continue
-        relay = _relay_name(spec.name, taken)
-        taken.add(relay)
+        relay = relays[spec.name]
         document[relay] = {
             ENVIRONMENT_KIND: {
                 RELAY_IMPLEMENTATION: {
