@@ -17,9 +17,10 @@ shape built only from what a collector needs, **with every secret removed**:
 * for each agent, the **environment-server relay** NeMo Gym 0.7.0's collector requires in front of an agent
   (it dispatches every row to ``<relay>/run`` and asks ``<relay>/aggregate_metrics``): an instance named
   by NeMo Gym's rule (:mod:`rewardgym.launch.relay_names`) of type ``environment_servers`` /
-  ``legacy_agent`` whose ``agent_server`` names the agent and whose host and port **are the agent's own**. NeMo Gym's ``legacy_agent`` relays both
-  calls to its agent byte for byte, so pointing the relay at the agent gives the collector the same answers
-  without an extra process or hop; the agent serves ``/run`` and ``/aggregate_metrics`` itself.
+  ``legacy_agent`` whose ``agent_server`` names the agent and whose host and port **are the agent's
+  own**. NeMo Gym's ``legacy_agent`` relays both calls to its agent byte for byte, so pointing the relay at
+  the agent gives the collector the same answers without an extra process or hop; the agent serves
+  ``/run`` and ``/aggregate_metrics`` itself.
 
 String values are escaped so that NeMo Gym's OmegaConf reads them back as the same literal text (``${``
 gets a backslash before it). The document is built once per head (the instances and their ports do not
