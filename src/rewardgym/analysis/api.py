@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from rewardgym.analysis.document import Analysis, RunFacts, Settings, analyze_columns
@@ -28,6 +29,7 @@ from rewardgym.analysis.scan import Scan, scan_rollouts
 from rewardgym.analysis.sidecars import (
     AnalysisPaths,
     count_lines,
+    input_tasks,
     output_paths,
     read_failures,
     read_run,
@@ -51,6 +53,25 @@ def document_bytes(document: dict[str, Any]) -> bytes:
             )
             text += b',\n  "' + key.encode() + b'": {\n' + columns + b"\n  }"
     return text + b"\n}\n"
+
+
+def _uncollected(
+    scan: Scan, materialized: int | None, inputs: Path, failure_tasks: np.ndarray
+) -> np.ndarray | None:
+    """Tasks of the inputs with neither a rollout line nor a failure record. The inputs are read again
+    only when the run is incomplete: fewer distinct (task, rollout) keys than materialized rows."""
+    columns = scan.columns
+    keys = int(
+        np.count_nonzero(
+            (columns.task[1:] != columns.task[:-1]) | (columns.rollout[1:] != columns.rollout[:-1])
+        )
+    )
+    if materialized is None or materialized <= keys + (len(columns) > 0):
+        return None
+    tasks = input_tasks(inputs)
+    if tasks is None:
+        return None
+    return np.setdiff1d(np.setdiff1d(tasks, columns.task), failure_tasks).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -89,15 +110,18 @@ def analyze_files(
     paths = output_paths(rollouts)
     classes, failure_tasks, _ = read_failures(paths.failures)
     materialized_file = inputs if inputs is not None else paths.materialized
+    if materialized is None:
+        materialized = count_lines(materialized_file)
     facts = RunFacts(
         rollouts_path=str(rollouts),
         inputs_path=None if inputs is None else str(inputs),
-        materialized=count_lines(materialized_file) if materialized is None else materialized,
+        materialized=materialized,
         failure_classes=classes,
         failure_tasks=failure_tasks,
         unreadable=len(scan.unreadable),
         wall_time_s=wall_time(materialized_file, rollouts),
         run_file=read_run(paths.run_file),
+        uncollected_tasks=_uncollected(scan, materialized, materialized_file, failure_tasks),
     )
     analysis = analyze_columns(scan.columns, settings, facts)
     written: list[Path] = []

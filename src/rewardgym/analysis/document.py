@@ -54,6 +54,8 @@ class RunFacts:
     unreadable: int = 0
     wall_time_s: float | None = None
     run_file: dict[str, Any] | None = None
+    uncollected_tasks: np.ndarray | None = None
+    """Tasks of the materialized inputs with neither a rollout nor a failure record (None: not known)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
         columns, task_ids, starts, passes.passes, reward_range=settings.reward_range,
         failure_classes=facts.failure_classes, failure_tasks=facts.failure_tasks,
         materialized=facts.materialized, unreadable=facts.unreadable,
+        uncollected_tasks=facts.uncollected_tasks,
     )  # fmt: skip
     p_equal = forecast.all_equal(settings.default_group)
     bands = band_table(passes)

@@ -4,8 +4,9 @@ the profile's agent / repeat-level metrics. Every file is optional; a damaged si
 
 Contract: :func:`output_paths` names every file the analysis writes next to ``<stem>.jsonl``;
 :func:`read_failures` returns failures per class and the task indices that failed; :func:`count_lines`
-counts non-empty lines; :func:`wall_time` is the time between the materialized inputs being written and
-the rollouts file's last change (None when either is missing).
+counts non-empty lines; :func:`input_tasks` lists the task indices of the materialized inputs;
+:func:`wall_time` is the time between the materialized inputs being written and the rollouts file's last
+change (None when either is missing).
 """
 
 from __future__ import annotations
@@ -92,6 +93,28 @@ def count_lines(path: Path) -> int | None:
             if handle.read(1) != b"\n":
                 count += 1
     return count - blank
+
+
+def input_tasks(path: Path) -> np.ndarray | None:
+    """The distinct integer ``_ng_task_index`` values of a materialized inputs file (None when it does
+    not exist). Read only when a run is incomplete: it is a second pass over the inputs."""
+    if not path.is_file():
+        return None
+    tasks: list[int] = []
+    loads = orjson.loads
+    with open(path, "rb") as handle:
+        for raw in handle:
+            try:
+                row = loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            task = row.get("_ng_task_index") if type(row) is dict else None
+            if type(task) is int:
+                tasks.append(task)
+    try:
+        return np.unique(np.array(tasks, np.int64))
+    except OverflowError:  # an index beyond 64 bits: not a task the rollouts could match
+        return np.unique(np.array([t for t in tasks if -(2**63) <= t < 2**63], np.int64))
 
 
 def wall_time(materialized: Path, rollouts: Path) -> float | None:
