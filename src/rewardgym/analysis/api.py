@@ -16,19 +16,20 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from rewardgym.analysis.document import Analysis, RunFacts, Settings, analyze_columns
+from rewardgym.analysis.document import DEFAULT_REWARD_RANGE, Analysis, RunFacts, Settings, analyze_columns
 from rewardgym.analysis.health_output import health_summary, write_summary, write_verdicts
 from rewardgym.analysis.scan import Scan, scan_rollouts
 from rewardgym.analysis.sidecars import (
     AnalysisPaths,
     count_lines,
+    declared_reward_range,
     input_tasks,
     output_paths,
     read_failures,
@@ -112,6 +113,9 @@ def analyze_files(
     materialized_file = inputs if inputs is not None else paths.materialized
     if materialized is None:
         materialized = count_lines(materialized_file)
+    run_file = read_run(paths.run_file)
+    if settings.reward_range is None:  # no --reward-range: what the environments declared, else [0, 1]
+        settings = replace(settings, reward_range=declared_reward_range(run_file) or DEFAULT_REWARD_RANGE)
     facts = RunFacts(
         rollouts_path=str(rollouts),
         inputs_path=None if inputs is None else str(inputs),
@@ -120,7 +124,7 @@ def analyze_files(
         failure_tasks=failure_tasks,
         unreadable=len(scan.unreadable),
         wall_time_s=wall_time(materialized_file, rollouts),
-        run_file=read_run(paths.run_file),
+        run_file=run_file,
         uncollected_tasks=_uncollected(scan, materialized, materialized_file, failure_tasks),
     )
     analysis = analyze_columns(scan.columns, settings, facts)

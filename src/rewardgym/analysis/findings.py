@@ -113,7 +113,8 @@ def dataset_findings(
     rollout_finding(
         "reward_out_of_range", 0.0, 1e-12,
         "{count} rewards ({pct}) lie outside the declared range " + f"[{low:g}, {high:g}] or are not numbers",
-        "check the verifier's reward scale, or pass the environment's range with --reward-range",
+        "check the verifier's reward scale; if it is right, declare it as reward_range in the resources "
+        "server's config (or pass --reward-range)",
     )  # fmt: skip
     rollout_finding(
         "no_extracted_answer", 0.05, 0.5,

@@ -135,6 +135,18 @@ def read_run(path: Path) -> dict[str, Any] | None:
     return redact(value) if isinstance(value, dict) else None
 
 
+def declared_reward_range(run_file: dict[str, Any] | None) -> tuple[float, float] | None:
+    """The reward range ``gym eval run`` recorded from the environments' configs (``settings.reward_range``
+    of ``<stem>_run.json``), None when the run file has none (then [0, 1] is the default)."""
+    settings = run_file.get("settings") if isinstance(run_file, dict) else None
+    value = settings.get("reward_range") if isinstance(settings, dict) else None
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    if not all(type(v) in (int, float) for v in value) or not value[0] <= value[1]:
+        return None
+    return float(value[0]), float(value[1])
+
+
 def read_json(path: Path) -> Any:
     """A JSON file's content, or None when it is missing or not JSON."""
     try:
