@@ -156,20 +156,23 @@ def _deciles(tokens: FloatArray, passed: BoolArray) -> list[dict[str, Any]]:
         return []
     edges = np.quantile(tokens, np.linspace(0.1, 0.9, 9))
     which = np.searchsorted(edges, tokens, side="left")
-    rows = []
-    for decile in range(10):
-        inside = which == decile
-        count = int(np.count_nonzero(inside))
-        rows.append(
-            {
-                "decile": decile + 1,
-                "min_tokens": float(tokens[inside].min()) if count else None,
-                "max_tokens": float(tokens[inside].max()) if count else None,
-                "rollouts": count,
-                "pass_rate": _ratio(int(np.count_nonzero(passed & inside)), count),
-            }
-        )
-    return rows
+    # One pass per statistic over all rollouts (not ten boolean masks of every rollout).
+    counts = np.bincount(which, minlength=10).tolist()
+    passes = np.bincount(which[passed], minlength=10).tolist()
+    low = np.full(10, np.inf)
+    high = np.full(10, -np.inf)
+    np.minimum.at(low, which, tokens)
+    np.maximum.at(high, which, tokens)
+    return [
+        {
+            "decile": decile + 1,
+            "min_tokens": float(low[decile]) if counts[decile] else None,
+            "max_tokens": float(high[decile]) if counts[decile] else None,
+            "rollouts": counts[decile],
+            "pass_rate": _ratio(passes[decile], counts[decile]),
+        }
+        for decile in range(10)
+    ]
 
 
 def length_analysis(
