@@ -15,7 +15,10 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
 
 from __future__ import annotations
 
+import gc
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -129,15 +132,58 @@ def analyze_files(
     )
     analysis = analyze_columns(scan.columns, settings, facts)
     written: list[Path] = []
-    if not health_only:
-        atomic_write_bytes(paths.analysis, document_bytes(analysis.document))
-        written.append(paths.analysis)
-    write_verdicts(paths.verdicts, scan.columns, analysis.health, scan.unreadable, str(rollouts))
-    write_summary(paths.quality, health_summary(scan.columns, analysis.health, len(scan.unreadable)))
+
+    def verdicts() -> None:
+        write_verdicts(paths.verdicts, scan.columns, analysis.health, scan.unreadable, str(rollouts))
+
+    # At scale the verdicts file (a pure function of the columns, written alone) is written by a forked
+    # child while this process writes the rest: the second core is otherwise idle here.
+    child = _start(verdicts) if not health_only and len(scan.columns) >= FORK_FROM else None
+    try:
+        if not health_only:
+            atomic_write_bytes(paths.analysis, document_bytes(analysis.document))
+            written.append(paths.analysis)
+        if child is None:
+            verdicts()
+        write_summary(paths.quality, health_summary(scan.columns, analysis.health, len(scan.unreadable)))
+        if report and not health_only:
+            from rewardgym.analysis.report import write_report
+
+            write_report(paths, analysis, scan)
+    finally:
+        if child is not None and not _finished(child):
+            verdicts()  # the child failed: again here, where an error surfaces with its own message
     written += [paths.verdicts, paths.quality]
     if report and not health_only:
-        from rewardgym.analysis.report import write_report
-
-        write_report(paths, analysis, scan)
         written.append(paths.report)
     return AnalyzeResult(analysis, scan, paths, tuple(written), time.perf_counter() - started)
+
+
+FORK_FROM = 200_000
+"""Rollout lines from which the verdicts file is written by a forked child (see ``analyze_files``)."""
+
+
+def _start(job: Callable[[], None]) -> int | None:
+    """Run ``job`` in a forked child; its pid, or None when this platform cannot fork (then run it here).
+
+    The child only reads what the parent built (copy-on-write: numpy buffers stay shared) and exits with
+    ``os._exit``, skipping interpreter teardown; the cyclic GC is off in it, since a collection would write
+    to (and so copy) every page holding a tracked object."""
+    if not hasattr(os, "fork"):
+        return None
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; its work is checked through the file it writes
+        gc.disable()
+        code = 1
+        try:
+            job()
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _finished(pid: int) -> bool:
+    """Wait for a child of :func:`_start`; True when it succeeded."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
