@@ -4,6 +4,7 @@ the other files; every file must be byte-identical to the in-process path."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,13 @@ def test_forked_verdicts_equal_the_in_process_ones(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(api, "FORK_FROM", 1)
     started: list[int | None] = []
     real_start = api._start
-    monkeypatch.setattr(api, "_start", lambda job: started.append(pid := real_start(job)) or pid)
+
+    def start(job: Callable[[], None]) -> int | None:
+        pid = real_start(job)
+        started.append(pid)
+        return pid
+
+    monkeypatch.setattr(api, "_start", start)
     analyze_files(None, forked / "run.jsonl")
     assert started and started[0] is not None  # the child did run
     for name in _FILES:  # the analysis and the report name the rollouts file: its folder differs
