@@ -94,3 +94,27 @@ def test_while_reading_runs_during_the_read(tmp_path: Path) -> None:
     calls: list[str] = []
     profile_files(inputs, rollouts, while_reading=lambda: calls.append("called"))
     assert calls == ["called"]
+
+
+def test_agent_indices_of_a_chunk_with_several_agents_and_none() -> None:
+    from rewardgym.analysis.extract import extract_row
+    from rewardgym.analysis.scan import _to_arrays
+
+    names = ["b", None, "a", "b", None]
+    rows = []
+    for i, name in enumerate(names):
+        row = rollout(i, 0)
+        if name is None:
+            del row["agent_ref"]
+        else:
+            row["agent_ref"] = {"name": name}
+        fields = extract_row(row)
+        assert not isinstance(fields, str)
+        rows.append(fields)
+    arrays = _to_arrays(rows)
+    assert arrays["agent_names"] == ["a", "b"]
+    assert arrays["agent"].tolist() == [1, -1, 0, 1, -1]
+    single = _to_arrays(rows[:1] * 3)
+    assert single["agent_names"] == ["b"] and single["agent"].tolist() == [0, 0, 0]
+    nobody = _to_arrays([rows[1]] * 2)
+    assert nobody["agent_names"] == [] and nobody["agent"].tolist() == [-1, -1]

@@ -200,3 +200,26 @@ def _share(forecast: Forecast, group: int) -> float:
     share = forecast.informative_share(group)
     assert share is not None
     return share
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_numpy_ranks_and_spearman_equal_scipy_exactly(seed: int) -> None:
+    """The analysis ranks with numpy (scipy's rankdata hashes every value first: slow at 10^6); the
+    numbers must be scipy's to the last bit, ties and all."""
+    from rewardgym.analysis.length import average_ranks, pooled_spearman
+
+    rng = np.random.default_rng(seed)
+    n = 5000
+    tokens = rng.integers(0, 60 if seed % 2 else 6000, n).astype(np.float64)  # many ties / few ties
+    reward = rng.choice([0.0, 0.5, 1.0], n) if seed < 2 else rng.random(n).round(2)
+    task_pos = np.sort(rng.integers(0, 700, n))
+    for values in (tokens, reward):
+        assert np.array_equal(average_ranks(values), stats.rankdata(values, method="average"))
+    expected = stats.spearmanr(tokens, reward)
+    assert pooled_spearman(tokens, reward) == (float(expected.statistic), float(expected.pvalue))
+    # the previous formulation: rank globally, then rank (task, global rank) as one number
+    combined = task_pos.astype(np.float64) * (n + 1) + stats.rankdata(tokens, method="average")
+    ranks = stats.rankdata(combined, method="average")
+    counts = np.bincount(task_pos)
+    centred = ranks - (np.bincount(task_pos, weights=ranks) / np.maximum(counts, 1))[task_pos]
+    assert np.array_equal(within_task_ranks(tokens, task_pos), centred)

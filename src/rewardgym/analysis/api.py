@@ -15,19 +15,25 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
 
 from __future__ import annotations
 
+import gc
+import os
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
-from rewardgym.analysis.document import Analysis, RunFacts, Settings, analyze_columns
+from rewardgym.analysis.document import DEFAULT_REWARD_RANGE, Analysis, RunFacts, Settings, analyze_columns
 from rewardgym.analysis.health_output import health_summary, write_summary, write_verdicts
 from rewardgym.analysis.scan import Scan, scan_rollouts
 from rewardgym.analysis.sidecars import (
     AnalysisPaths,
     count_lines,
+    declared_reward_range,
+    input_tasks,
     output_paths,
     read_failures,
     read_run,
@@ -51,6 +57,25 @@ def document_bytes(document: dict[str, Any]) -> bytes:
             )
             text += b',\n  "' + key.encode() + b'": {\n' + columns + b"\n  }"
     return text + b"\n}\n"
+
+
+def _uncollected(
+    scan: Scan, materialized: int | None, inputs: Path, failure_tasks: np.ndarray
+) -> np.ndarray | None:
+    """Tasks of the inputs with neither a rollout line nor a failure record. The inputs are read again
+    only when the run is incomplete: fewer distinct (task, rollout) keys than materialized rows."""
+    columns = scan.columns
+    keys = int(
+        np.count_nonzero(
+            (columns.task[1:] != columns.task[:-1]) | (columns.rollout[1:] != columns.rollout[:-1])
+        )
+    )
+    if materialized is None or materialized <= keys + (len(columns) > 0):
+        return None
+    tasks = input_tasks(inputs)
+    if tasks is None:
+        return None
+    return np.setdiff1d(np.setdiff1d(tasks, columns.task), failure_tasks).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -89,27 +114,76 @@ def analyze_files(
     paths = output_paths(rollouts)
     classes, failure_tasks, _ = read_failures(paths.failures)
     materialized_file = inputs if inputs is not None else paths.materialized
+    if materialized is None:
+        materialized = count_lines(materialized_file)
+    run_file = read_run(paths.run_file)
+    if settings.reward_range is None:  # no --reward-range: what the environments declared, else [0, 1]
+        settings = replace(settings, reward_range=declared_reward_range(run_file) or DEFAULT_REWARD_RANGE)
     facts = RunFacts(
         rollouts_path=str(rollouts),
         inputs_path=None if inputs is None else str(inputs),
-        materialized=count_lines(materialized_file) if materialized is None else materialized,
+        materialized=materialized,
         failure_classes=classes,
         failure_tasks=failure_tasks,
         unreadable=len(scan.unreadable),
         wall_time_s=wall_time(materialized_file, rollouts),
-        run_file=read_run(paths.run_file),
+        run_file=run_file,
+        uncollected_tasks=_uncollected(scan, materialized, materialized_file, failure_tasks),
     )
     analysis = analyze_columns(scan.columns, settings, facts)
     written: list[Path] = []
-    if not health_only:
-        atomic_write_bytes(paths.analysis, document_bytes(analysis.document))
-        written.append(paths.analysis)
-    write_verdicts(paths.verdicts, scan.columns, analysis.health, scan.unreadable, str(rollouts))
-    write_summary(paths.quality, health_summary(scan.columns, analysis.health, len(scan.unreadable)))
+
+    def verdicts() -> None:
+        write_verdicts(paths.verdicts, scan.columns, analysis.health, scan.unreadable, str(rollouts))
+
+    # At scale the verdicts file (a pure function of the columns, written alone) is written by a forked
+    # child while this process writes the rest: the second core is otherwise idle here.
+    child = _start(verdicts) if not health_only and len(scan.columns) >= FORK_FROM else None
+    try:
+        if not health_only:
+            atomic_write_bytes(paths.analysis, document_bytes(analysis.document))
+            written.append(paths.analysis)
+        if child is None:
+            verdicts()
+        write_summary(paths.quality, health_summary(scan.columns, analysis.health, len(scan.unreadable)))
+        if report and not health_only:
+            from rewardgym.analysis.report import write_report
+
+            write_report(paths, analysis, scan)
+    finally:
+        if child is not None and not _finished(child):
+            verdicts()  # the child failed: again here, where an error surfaces with its own message
     written += [paths.verdicts, paths.quality]
     if report and not health_only:
-        from rewardgym.analysis.report import write_report
-
-        write_report(paths, analysis, scan)
         written.append(paths.report)
     return AnalyzeResult(analysis, scan, paths, tuple(written), time.perf_counter() - started)
+
+
+FORK_FROM = 200_000
+"""Rollout lines from which the verdicts file is written by a forked child (see ``analyze_files``)."""
+
+
+def _start(job: Callable[[], None]) -> int | None:
+    """Run ``job`` in a forked child; its pid, or None when this platform cannot fork (then run it here).
+
+    The child only reads what the parent built (copy-on-write: numpy buffers stay shared) and exits with
+    ``os._exit``, skipping interpreter teardown; the cyclic GC is off in it, since a collection would write
+    to (and so copy) every page holding a tracked object."""
+    if not hasattr(os, "fork"):
+        return None
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; its work is checked through the file it writes
+        gc.disable()
+        code = 1
+        try:
+            job()
+            code = 0
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _finished(pid: int) -> bool:
+    """Wait for a child of :func:`_start`; True when it succeeded."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0

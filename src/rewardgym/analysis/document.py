@@ -39,7 +39,11 @@ class Settings:
     group_sizes: tuple[int, ...] = DEFAULT_GROUP_SIZES
     default_group: int = 8
     target_share: float = DEFAULT_TARGET
-    reward_range: tuple[float, float] = (0.0, 1.0)
+    reward_range: tuple[float, float] | None = None
+    """None: the range the run's environments declared (``<stem>_run.json``), else [0, 1]."""
+
+
+DEFAULT_REWARD_RANGE = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class RunFacts:
     unreadable: int = 0
     wall_time_s: float | None = None
     run_file: dict[str, Any] | None = None
+    uncollected_tasks: np.ndarray | None = None
+    """Tasks of the materialized inputs with neither a rollout nor a failure record (None: not known)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ def _grpo(forecast: Forecast, passes: TaskPasses, settings: Settings) -> dict[st
 def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts | None = None) -> Analysis:
     """Sections 1–4 (see module doc)."""
     facts = facts or RunFacts()
+    reward_range = settings.reward_range or DEFAULT_REWARD_RANGE
     task_ids, starts = task_segments(columns.task)
     task_pos = (np.cumsum(np.concatenate(([False], columns.task[1:] != columns.task[:-1]))) if len(columns)
                 else np.zeros(0, np.int64)).astype(np.int64)  # fmt: skip
@@ -121,9 +128,10 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
         task_pos, len(task_ids), counted, passed, columns.output_tokens
     )
     health = health_checks(
-        columns, task_ids, starts, passes.passes, reward_range=settings.reward_range,
+        columns, task_ids, starts, passes.passes, reward_range=reward_range,
         failure_classes=facts.failure_classes, failure_tasks=facts.failure_tasks,
         materialized=facts.materialized, unreadable=facts.unreadable,
+        uncollected_tasks=facts.uncollected_tasks,
     )  # fmt: skip
     p_equal = forecast.all_equal(settings.default_group)
     bands = band_table(passes)
@@ -137,7 +145,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
             "group_sizes": list(settings.group_sizes),
             "default_group_size": settings.default_group,
             "target_share": settings.target_share,
-            "reward_range": list(settings.reward_range),
+            "reward_range": list(reward_range),
         },
         "run": {
             "rollouts_file": facts.rollouts_path,

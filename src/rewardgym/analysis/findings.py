@@ -9,9 +9,11 @@ with the thresholds below, its evidence in words and a likely fix, most severe f
 | no_extracted_answer | ≥ 5 % of rollouts | ≥ 50 % |
 | agent_turn_hollow | any | ≥ 20 % |
 | model_call_zero_completion_tokens, model_call_runaway_generation | any | ≥ 20 % |
+| model_call_missing_token_counts | any | ≥ 50 % |
 | rollout_cut_off | ≥ 5 % | ≥ 20 % |
 | repeats_identical | ≥ 20 % of tasks with ≥ 2 repeats | ≥ 50 % |
 | task_zero_all_cut_off, task_no_successful_model_calls | any task | — |
+| task_not_collected | any task | ≥ 5 % of the materialized tasks |
 | collection_failures | any | ≥ 5 % of materialized rollouts |
 """
 
@@ -111,7 +113,8 @@ def dataset_findings(
     rollout_finding(
         "reward_out_of_range", 0.0, 1e-12,
         "{count} rewards ({pct}) lie outside the declared range " + f"[{low:g}, {high:g}] or are not numbers",
-        "check the verifier's reward scale, or pass the environment's range with --reward-range",
+        "check the verifier's reward scale; if it is right, declare it as reward_range in the resources "
+        "server's config (or pass --reward-range)",
     )  # fmt: skip
     rollout_finding(
         "no_extracted_answer", 0.05, 0.5,
@@ -128,6 +131,12 @@ def dataset_findings(
         "model_call_zero_completion_tokens", 1e-12, 0.2,
         "{count} responses ({pct}) report 0 completion tokens",
         "the model stopped at once: check the chat template, stop strings and the context length",
+    )  # fmt: skip
+    rollout_finding(
+        "model_call_missing_token_counts", 1e-12, 0.5,
+        "{count} responses ({pct}) report no prompt or no completion token count in usage",
+        "make the model server return usage (input_tokens / output_tokens) with every response: token "
+        "statistics and the length analysis need it",
     )  # fmt: skip
     rollout_finding(
         "model_call_runaway_generation", 1e-12, 0.2,
@@ -175,6 +184,19 @@ def dataset_findings(
                 "look at those tasks' failure reasons; they may be too long for the context or break "
                 "the verifier",
                 [(int(t), None) for t in health.failure_tasks[:5].tolist()],
+            )
+        )  # fmt: skip
+    missing = int(health.uncollected_tasks.shape[0])
+    if missing:
+        known = starts_n + lost + missing
+        out.append(
+            Finding(
+                "task_not_collected", "error" if missing / known >= 0.05 else "warning", missing, known,
+                "tasks",
+                f"{missing} task(s) of the materialized inputs have neither a rollout nor a failure record: "
+                "the run was interrupted or is partial",
+                "resume the run with --resume (gym eval run --resume) to collect the missing rollouts",
+                [(int(t), None) for t in health.uncollected_tasks[:5].tolist()],
             )
         )  # fmt: skip
     failed = sum(failure_classes.values())

@@ -89,6 +89,9 @@ class Forecast:
         key = n.astype(np.int64) * (int(n.max(initial=0)) + 1) + s
         pairs, self._first, self._pair = np.unique(key, return_index=True, return_inverse=True)
         del pairs
+        self._all_equal: dict[int, FloatArray] = {}
+        """``all_equal`` per group size: the document asks for each size under three task filters and
+        the bisections revisit sizes."""
 
     @property
     def tasks(self) -> int:
@@ -96,9 +99,13 @@ class Forecast:
 
     def all_equal(self, group: int) -> FloatArray:
         """P(a group of ``group`` rollouts is all-equal) per task (NaN without counted rollouts)."""
-        closed = beta_all_equal(self.n[self._first], self.s[self._first], group)[self._pair]
-        plug = plugin_all_equal(self.owner, self.freq, self.tasks, group)
-        return np.where(self.binary, closed, plug)
+        cached = self._all_equal.get(group)
+        if cached is None:
+            closed = beta_all_equal(self.n[self._first], self.s[self._first], group)[self._pair]
+            plug = plugin_all_equal(self.owner, self.freq, self.tasks, group)
+            cached = self._all_equal[group] = np.where(self.binary, closed, plug)
+            cached.flags.writeable = False  # shared between callers
+        return cached
 
     def informative_share(self, group: int, keep: BoolArray | None = None) -> float | None:
         """Expected share of groups with signal over the kept tasks (None when none is kept)."""

@@ -7,13 +7,17 @@ Contract of :func:`health_checks`:
   with NeMo Gym 0.7.0 keep its meaning (docs/reference/health_check.md §2.3): ``record_unreadable``,
   ``rollout_duplicate_identity``, ``agent_turn_hollow`` (the line has a response, and it has no message
   text, no reasoning and no tool call), ``model_call_zero_completion_tokens`` (``usage.output_tokens == 0``),
+  ``model_call_missing_token_counts`` (the line has a response whose ``usage`` lacks the prompt or the
+  completion token count: absent, null or not a number; 0 counts as present),
   ``model_call_runaway_generation`` (cut off at a length limit with no content). Ours:
   ``no_extracted_answer`` (``extracted_answer`` present but null or empty), ``rollout_cut_off``,
   ``reward_out_of_range`` (outside the declared range, or not a number);
 - task checks flag tasks: ``task_consistently_unhealthy`` (NeMo Gym's: ≥ 2 repeats, all unhealthy),
   ``task_no_successful_model_calls`` (every materialized repeat failed: failures, no rollout),
   ``repeats_identical`` (≥ 2 repeats, all with the same non-empty response text),
-  ``task_zero_all_cut_off`` (0 % pass rate and every rollout cut off: not hard, truncated);
+  ``task_zero_all_cut_off`` (0 % pass rate and every rollout cut off: not hard, truncated),
+  ``task_not_collected`` (in the materialized inputs, with neither a rollout nor a failure record: an
+  interrupted or partial run);
 - run checks: ``collection_failures`` (the failures sidecar, by class);
 - a :class:`~rewardgym.analysis.findings.Finding` is one dataset-level verdict: severity (``error`` /
   ``warning``), counts, the evidence in words, a likely fix and up to 5 example (task, rollout) keys
@@ -36,6 +40,7 @@ ROLLOUT_CHECKS = (
     "rollout_duplicate_identity",
     "agent_turn_hollow",
     "model_call_zero_completion_tokens",
+    "model_call_missing_token_counts",
     "model_call_runaway_generation",
     "no_extracted_answer",
     "rollout_cut_off",
@@ -46,6 +51,7 @@ TASK_CHECKS = (
     "task_no_successful_model_calls",
     "repeats_identical",
     "task_zero_all_cut_off",
+    "task_not_collected",
 )
 RUN_CHECKS = ("collection_failures",)
 ALL_CHECKS = ROLLOUT_CHECKS + TASK_CHECKS + RUN_CHECKS
@@ -73,6 +79,8 @@ class Health:
     """Task check id → flag per task of ``task_ids``."""
     failure_tasks: IntArray
     """Tasks that appear only in the failures sidecar."""
+    uncollected_tasks: IntArray
+    """Tasks of the materialized inputs with neither a rollout line nor a failure record."""
     findings: list[Finding]
     unreadable: int
 
@@ -111,6 +119,8 @@ def _rollout_flags(
         "rollout_duplicate_identity": duplicates > 1,
         "agent_turn_hollow": columns.has_response & ~content,
         "model_call_zero_completion_tokens": columns.output_tokens == 0,
+        "model_call_missing_token_counts": columns.has_response
+        & (np.isnan(columns.input_tokens) | np.isnan(columns.output_tokens)),
         "model_call_runaway_generation": cut & (columns.text_chars == 0) & (columns.tool_calls == 0),
         "no_extracted_answer": columns.extracted == 0,
         "rollout_cut_off": cut,
@@ -141,6 +151,7 @@ def _task_flags(
         "task_no_successful_model_calls": failure_only,
         "repeats_identical": (repeats >= 2) & (low == high) & (low != 0),
         "task_zero_all_cut_off": (n > 0) & (passes == 0) & (cut == n),
+        "task_not_collected": np.zeros(starts.shape[0], np.bool_),  # such tasks have no rows here
     }
 
 
@@ -155,13 +166,16 @@ def health_checks(
     failure_tasks: IntArray | None = None,
     materialized: int | None = None,
     unreadable: int = 0,
+    uncollected_tasks: IntArray | None = None,
 ) -> Health:
     """Every check (see module doc); ``passes`` per task of ``task_ids``."""
     flags, duplicates = _rollout_flags(columns, reward_range)
     unhealthy = np.zeros(len(columns), np.bool_)
     for flag in flags.values():
         unhealthy |= flag
-    only_failed = np.zeros(0, np.int64) if failure_tasks is None else np.setdiff1d(failure_tasks, task_ids)
+    only_failed = np.zeros(0, np.int64)
+    if failure_tasks is not None and failure_tasks.shape[0]:  # (setdiff1d would sort every task id)
+        only_failed = np.setdiff1d(failure_tasks, task_ids)
     task_flags = _task_flags(columns, starts, unhealthy, passes, np.zeros(task_ids.shape[0], np.bool_))
     health = Health(
         rollout_flags=flags,
@@ -169,6 +183,7 @@ def health_checks(
         task_ids=task_ids,
         task_flags=task_flags,
         failure_tasks=only_failed.astype(np.int64),
+        uncollected_tasks=np.zeros(0, np.int64) if uncollected_tasks is None else uncollected_tasks,
         findings=[],
         unreadable=unreadable,
     )

@@ -35,6 +35,10 @@ def _verdict_row(columns: RolloutColumns, health: Health, i: int) -> bytes:
             detail = dict(DETAILS.get(check, {}))
             if check == "rollout_duplicate_identity":
                 detail = {"duplicate_count": int(health.duplicate_count[i])}
+            elif check == "model_call_missing_token_counts":
+                names = ("prompt_tokens", "completion_tokens")
+                counts = (columns.input_tokens[i], columns.output_tokens[i])
+                detail = {"missing": [name for name, n in zip(names, counts, strict=True) if np.isnan(n)]}
             elif check == "reward_out_of_range":
                 value = float(columns.reward[i])
                 detail = {"reward": None if np.isnan(value) else value}
@@ -107,6 +111,7 @@ def health_summary(columns: RolloutColumns, health: Health, unreadable: int) -> 
     for check in TASK_CHECKS:
         issues[check] = int(np.count_nonzero(health.task_flags[check]))
     issues["task_no_successful_model_calls"] += int(health.failure_tasks.shape[0])
+    issues["task_not_collected"] = int(health.uncollected_tasks.shape[0])
     issues["collection_failures"] = next(
         (f.count for f in health.findings if f.check == "collection_failures"), 0
     )

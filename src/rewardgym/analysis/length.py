@@ -43,19 +43,60 @@ def segment_medians(values: FloatArray, keys: IntArray) -> tuple[IntArray, Float
     return k[starts], medians.astype(np.float64)
 
 
+def _tie_ranks(order: IntArray, same: BoolArray) -> FloatArray:
+    """Average ranks (1-based, ties averaged) from a sorting ``order`` and, along it, whether each entry
+    equals the one before. Computed as scipy's ``rankdata(method="average")`` computes them (start + 1
+    plus half the tie count less one: exact half-integers), without its hash-based ``unique`` pass."""
+    n = order.shape[0]
+    starts = np.flatnonzero(~same)
+    counts = np.diff(np.append(starts, n))
+    middle = (starts + 1).astype(np.float64) + (counts - 1).astype(np.float64) / 2
+    ranks = np.empty(n, np.float64)
+    ranks[order] = np.repeat(middle, counts)
+    return ranks
+
+
+def average_ranks(values: FloatArray) -> FloatArray:
+    """``scipy.stats.rankdata(values, method="average")`` of finite values."""
+    if values.shape[0] == 0:
+        return np.zeros(0, np.float64)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    return _tie_ranks(order, np.concatenate(([False], ordered[1:] == ordered[:-1])))
+
+
 def within_task_ranks(values: FloatArray, task_pos: IntArray) -> FloatArray:
     """Average ranks of ``values`` inside each task, centred on the task's mean rank."""
     if values.shape[0] == 0:
         return np.zeros(0, np.float64)
-    from scipy import stats  # lazily: scipy takes ~0.4 s to import
-
-    global_rank = stats.rankdata(values, method="average")
-    combined = task_pos.astype(np.float64) * (values.shape[0] + 1) + global_rank
-    ranks = stats.rankdata(combined, method="average")
+    # Ranked by (task, value): a task's ranks are consecutive, so centring on the task's mean rank leaves
+    # the within-task ranks (ties averaged, within the task only: equal values of two tasks differ in task).
+    order = np.lexsort((values, task_pos))
+    ordered, tasks_in_order = values[order], task_pos[order]
+    same = np.concatenate(
+        ([False], (ordered[1:] == ordered[:-1]) & (tasks_in_order[1:] == tasks_in_order[:-1]))
+    )
+    ranks = _tie_ranks(order, same)
     tasks = int(task_pos.max()) + 1
     sums = np.bincount(task_pos, weights=ranks, minlength=tasks)
     counts = np.bincount(task_pos, minlength=tasks)
     return np.asarray(ranks - (sums / np.maximum(counts, 1))[task_pos], dtype=np.float64)
+
+
+def pooled_spearman(x: FloatArray, y: FloatArray) -> tuple[float, float]:
+    """``scipy.stats.spearmanr(x, y)`` (statistic, two-sided p) of finite, non-constant ``x`` and ``y`` with
+    at least 3 entries, computed as scipy computes it — the Pearson correlation of the average ranks
+    (``np.corrcoef`` on the same (n, 2) array), the p-value from Student's t with n − 2 degrees of
+    freedom — with :func:`average_ranks` for the ranking."""
+    from scipy import special  # lazily; far cheaper to import than scipy.stats
+
+    ranked = np.column_stack((average_ranks(x), average_ranks(y)))
+    rs = np.asarray(np.corrcoef(ranked, rowvar=False), dtype=np.float64)
+    dof = x.shape[0] - 2
+    with np.errstate(divide="ignore"):
+        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
+    prob = 2 * special.stdtr(dof, -np.abs(t))
+    return float(rs[1, 0]), float(prob[1, 0])
 
 
 def _varies(values: FloatArray, task_pos: IntArray) -> BoolArray:
@@ -96,10 +137,7 @@ def _within(tokens: FloatArray, passed: BoolArray, task_pos: IntArray) -> dict[s
 def _spearman(tokens: FloatArray, reward: FloatArray, task_pos: IntArray) -> dict[str, Any]:
     out: dict[str, Any] = {"pooled": None, "pooled_p": None, "within_task": None, "within_task_tasks": 0}
     if tokens.shape[0] >= 3 and np.ptp(tokens) > 0 and np.ptp(reward) > 0:
-        from scipy import stats  # lazily: scipy takes ~0.4 s to import
-
-        result = stats.spearmanr(tokens, reward)
-        out["pooled"], out["pooled_p"] = float(result.statistic), float(result.pvalue)
+        out["pooled"], out["pooled_p"] = pooled_spearman(tokens, reward)
     if tokens.shape[0] == 0:
         return out
     both = _varies(tokens, task_pos) & _varies(reward, task_pos)
@@ -118,20 +156,23 @@ def _deciles(tokens: FloatArray, passed: BoolArray) -> list[dict[str, Any]]:
         return []
     edges = np.quantile(tokens, np.linspace(0.1, 0.9, 9))
     which = np.searchsorted(edges, tokens, side="left")
-    rows = []
-    for decile in range(10):
-        inside = which == decile
-        count = int(np.count_nonzero(inside))
-        rows.append(
-            {
-                "decile": decile + 1,
-                "min_tokens": float(tokens[inside].min()) if count else None,
-                "max_tokens": float(tokens[inside].max()) if count else None,
-                "rollouts": count,
-                "pass_rate": _ratio(int(np.count_nonzero(passed & inside)), count),
-            }
-        )
-    return rows
+    # One pass per statistic over all rollouts (not ten boolean masks of every rollout).
+    counts = np.bincount(which, minlength=10).tolist()
+    passes = np.bincount(which[passed], minlength=10).tolist()
+    low = np.full(10, np.inf)
+    high = np.full(10, -np.inf)
+    np.minimum.at(low, which, tokens)
+    np.maximum.at(high, which, tokens)
+    return [
+        {
+            "decile": decile + 1,
+            "min_tokens": float(low[decile]) if counts[decile] else None,
+            "max_tokens": float(high[decile]) if counts[decile] else None,
+            "rollouts": counts[decile],
+            "pass_rate": _ratio(passes[decile], counts[decile]),
+        }
+        for decile in range(10)
+    ]
 
 
 def length_analysis(

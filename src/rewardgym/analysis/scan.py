@@ -130,11 +130,16 @@ def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
         return {}
     table = np.array(rows, dtype=_ROW_DTYPE)
     out: dict[str, Any] = {name: np.ascontiguousarray(table[name]) for name in _ROW_DTYPE.names or ()}
-    names = out.pop("agent_name")
-    agents = sorted({a for a in set(names.tolist()) if a is not None})
-    lookup = {a: i for i, a in enumerate(agents)}
+    names = out.pop("agent_name").tolist()
+    present = set(names)
+    agents = sorted(a for a in present if a is not None)
+    lookup: dict[str | None, int] = {a: i for i, a in enumerate(agents)}
+    lookup[None] = -1
     out["agent_names"] = agents
-    out["agent"] = np.array([-1 if a is None else lookup[a] for a in names.tolist()], np.int64)
+    if len(present) == 1:  # the usual chunk: one agent (or none) for every row
+        out["agent"] = np.full(len(names), lookup[names[0]], np.int64)
+    else:
+        out["agent"] = np.fromiter(map(lookup.__getitem__, names), np.int64, count=len(names))
     return out
 
 

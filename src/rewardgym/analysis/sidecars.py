@@ -4,8 +4,9 @@ the profile's agent / repeat-level metrics. Every file is optional; a damaged si
 
 Contract: :func:`output_paths` names every file the analysis writes next to ``<stem>.jsonl``;
 :func:`read_failures` returns failures per class and the task indices that failed; :func:`count_lines`
-counts non-empty lines; :func:`wall_time` is the time between the materialized inputs being written and
-the rollouts file's last change (None when either is missing).
+counts non-empty lines; :func:`input_tasks` lists the task indices of the materialized inputs;
+:func:`wall_time` is the time between the materialized inputs being written and the rollouts file's last
+change (None when either is missing).
 """
 
 from __future__ import annotations
@@ -94,6 +95,28 @@ def count_lines(path: Path) -> int | None:
     return count - blank
 
 
+def input_tasks(path: Path) -> np.ndarray | None:
+    """The distinct integer ``_ng_task_index`` values of a materialized inputs file (None when it does
+    not exist). Read only when a run is incomplete: it is a second pass over the inputs."""
+    if not path.is_file():
+        return None
+    tasks: list[int] = []
+    loads = orjson.loads
+    with open(path, "rb") as handle:
+        for raw in handle:
+            try:
+                row = loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            task = row.get("_ng_task_index") if type(row) is dict else None
+            if type(task) is int:
+                tasks.append(task)
+    try:
+        return np.unique(np.array(tasks, np.int64))
+    except OverflowError:  # an index beyond 64 bits: not a task the rollouts could match
+        return np.unique(np.array([t for t in tasks if -(2**63) <= t < 2**63], np.int64))
+
+
 def wall_time(materialized: Path, rollouts: Path) -> float | None:
     """Seconds from the materialized inputs' last write to the rollouts file's last write."""
     try:
@@ -110,6 +133,18 @@ def read_run(path: Path) -> dict[str, Any] | None:
 
     value = read_json(path)
     return redact(value) if isinstance(value, dict) else None
+
+
+def declared_reward_range(run_file: dict[str, Any] | None) -> tuple[float, float] | None:
+    """The reward range ``gym eval run`` recorded from the environments' configs (``settings.reward_range``
+    of ``<stem>_run.json``), None when the run file has none (then [0, 1] is the default)."""
+    settings = run_file.get("settings") if isinstance(run_file, dict) else None
+    value = settings.get("reward_range") if isinstance(settings, dict) else None
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    if not all(type(v) in (int, float) for v in value) or not value[0] <= value[1]:
+        return None
+    return float(value[0]), float(value[1])
 
 
 def read_json(path: Path) -> Any:

@@ -2,11 +2,11 @@
 ``gym eval run`` call.
 
 - ``gym eval analyze --inputs M --rollouts R [--pass-threshold 1.0] [--group-sizes 2,4,8,16,32,64]
-  [--group-size 8] [--target-share 0.5] [--settle-epsilon 0.05] [--reward-range 0,1] [--no-report]``
+  [--group-size 8] [--target-share 0.5] [--settle-epsilon 0.05] [--reward-range LOW,HIGH] [--no-report]``
   writes ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``, ``<stem>_quality_summary.json``
   and ``<stem>_report.html`` next to R and prints a short summary. Bad input exits 1 with one
   ``Error: …`` line before anything is written; a bad flag exits 2.
-- ``gym eval health-check RUN [--rollouts-file PATH] [--json] [--reward-range 0,1]``: RUN is a folder
+- ``gym eval health-check RUN [--rollouts-file PATH] [--json] [--reward-range LOW,HIGH]``: RUN is a folder
   (its ``rollouts.jsonl``, or ``--rollouts-file`` relative to it) or a rollouts file. Writes the two health
   files and prints NeMo Gym's two lines plus the verdict. Unreadable lines are findings, not errors; the
   exit code is 0 whatever the verdicts (as NeMo Gym's).
@@ -45,7 +45,7 @@ def build_settings(
     group_size: int = 8,
     target_share: float = 0.5,
     settle_epsilon: float = 0.05,
-    reward_range: str = "0,1",
+    reward_range: str | None = None,
 ) -> Settings:
     sizes = tuple(int(v) for v in _floats(group_sizes, "--group-sizes"))
     if any(s < 2 for s in sizes) or group_size < 2:
@@ -54,16 +54,19 @@ def build_settings(
         raise UsageError("--target-share must lie strictly between 0 and 1")
     if not 0 <= settle_epsilon < 0.2:
         raise UsageError("--settle-epsilon must lie in [0, 0.2)")
-    low, high = _floats(reward_range, "--reward-range", 2)
-    if low > high:
-        raise UsageError("--reward-range: the low end exceeds the high end")
+    declared: tuple[float, float] | None = None  # None: the run's declared range (see analyze_files)
+    if reward_range is not None:
+        low, high = _floats(reward_range, "--reward-range", 2)
+        if low > high:
+            raise UsageError("--reward-range: the low end exceeds the high end")
+        declared = (low, high)
     return Settings(
         pass_threshold=pass_threshold,
         group_sizes=sizes,
         default_group=group_size,
         target_share=target_share,
         settle_epsilon=settle_epsilon,
-        reward_range=(low, high),
+        reward_range=declared,
     )
 
 
@@ -145,7 +148,12 @@ def _print_health(result: AnalyzeResult) -> None:
 
 
 RewardRangeOpt = Annotated[
-    str, typer.Option("--reward-range", help="The environment's declared reward range, 'low,high'.")
+    str | None,
+    typer.Option(
+        "--reward-range",
+        help="Rewards outside 'low,high' are flagged (default: the range the run's environments declared "
+        "in <stem>_run.json, else 0,1).",
+    ),
 ]
 
 
@@ -170,7 +178,7 @@ def analyze_command(
     settle_epsilon: Annotated[
         float, typer.Option("--settle-epsilon", help="Width of the 0 % / 100 % bands for 'settled'.")
     ] = 0.05,
-    reward_range: RewardRangeOpt = "0,1",
+    reward_range: RewardRangeOpt = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the HTML report.")] = False,
 ) -> None:
     settings = build_settings(
@@ -190,7 +198,7 @@ def health_check_command(
         Path | None, typer.Option("--rollouts-file", help="Rollouts file (relative to the run folder).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one line of JSON.")] = False,
-    reward_range: RewardRangeOpt = "0,1",
+    reward_range: RewardRangeOpt = None,
 ) -> None:
     if run.is_dir():
         rollouts = run / (rollouts_file or Path("rollouts.jsonl"))

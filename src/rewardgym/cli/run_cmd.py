@@ -35,6 +35,7 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.reward_range import declared_reward_range
 from rewardgym.cli.run_trackers import export_after_run, trackers_of, without_tracker_keys
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.dispatch import Dispatcher
@@ -144,7 +145,11 @@ def _fingerprint_settings(
         materialize["agent_fill_missing"] = True
     if explicit is not None:
         materialize = {k: v for k, v in materialize.items() if k in explicit}
-    return {"config": without_tracker_keys(cfg.redacted()), "materialize": materialize}
+    settings: dict[str, Any] = {"config": without_tracker_keys(cfg.redacted()), "materialize": materialize}
+    declared = declared_reward_range(cfg)
+    if declared is not None:  # only when not the default, so other runs keep their fingerprint
+        settings["reward_range"] = declared
+    return settings
 
 
 @eval_app.command("run", context_settings=OVERRIDE_CONTEXT)

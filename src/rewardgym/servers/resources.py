@@ -38,13 +38,14 @@ session is unknown or expired).
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 from starlette.responses import Response
 
 from rewardgym.metrics.aggregate_metrics import ProfileFn, compute_aggregate_metrics, profiler_profile
@@ -78,6 +79,20 @@ class ResourcesServerConfig(ServerConfig):
 
     max_sessions: int = Field(100_000, ge=1)
     """Live sessions kept at most; beyond it the least recently used session is dropped."""
+
+    reward_range: tuple[float, float] = (0.0, 1.0)
+    """The rewards ``verify`` can return, ``[low, high]``: the health check's ``reward_out_of_range``
+    flags any other. An environment whose rewards are not 0..1 declares its own default in its config
+    class; a YAML ``reward_range: [0, 10]`` overrides it. ``gym eval run`` records it in
+    ``<stem>_run.json``."""
+
+    @field_validator("reward_range")
+    @classmethod
+    def _ordered_range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        low, high = value
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            raise ValueError("reward_range must be [low, high] with finite low <= high")
+        return value
 
 
 RC = TypeVar("RC", bound=ResourcesServerConfig)
