@@ -18,7 +18,8 @@ import orjson
 import pytest
 
 from rewardgym.collect.materialize import MaterializeOptions
-from rewardgym.collect.runner import CollectSettings, run_collection
+from rewardgym.collect.runner import run_collection
+from rewardgym.collect.settings import CollectSettings
 from rewardgym.errors import UsageError
 from rewardgym.metrics.adaptive import AdaptivePolicy, fit_prior, unsettled
 from rewardgym.profile.api import profile_files

@@ -17,7 +17,8 @@ import pytest
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
 from rewardgym.collect.rollout_fields import environment_server_names, perf_of, relay_name
-from rewardgym.collect.runner import CollectSettings, run_collection
+from rewardgym.collect.runner import run_collection
+from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.watch import AgentDirectory
 from rewardgym.launch.serve import ThreadedServer
 from tests.collect.agent_stub import StubAgent

@@ -14,7 +14,8 @@ import pytest
 from rewardgym.collect.materialize import MaterializeOptions
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.runlock import lock_path
-from rewardgym.collect.runner import CollectSettings, run_collection
+from rewardgym.collect.runner import run_collection
+from rewardgym.collect.settings import CollectSettings
 from rewardgym.errors import UsageError
 from tests.collect.agent_stub import StubAgent
 

@@ -41,13 +41,9 @@ from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions, PromptConfig, RepeatSpec
-from rewardgym.collect.runner import (
-    CollectSettings,
-    CollectSummary,
-    format_summary,
-    guard_run_outputs,
-    run_collection,
-)
+from rewardgym.collect.prepare import guard_run_outputs
+from rewardgym.collect.runner import CollectSummary, format_summary, run_collection
+from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError

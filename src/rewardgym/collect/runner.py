@@ -29,13 +29,10 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import IO, Any
 
-import orjson
-
-from rewardgym.collect.adaptive import RoundsResult, repair_materialized_tail, run_rounds
+from rewardgym.collect.adaptive import RoundsResult, run_rounds
 from rewardgym.collect.agent_client import AgentClient
 from rewardgym.collect.aggregate import (
     compute_aggregate_metrics,
@@ -44,61 +41,17 @@ from rewardgym.collect.aggregate import (
     write_aggregate_metrics,
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats
-from rewardgym.collect.failures import AttemptFailure, RetryPolicy
-from rewardgym.collect.fingerprint import (
-    build_fingerprint,
-    describe_changes,
-    differences,
-    read_fingerprint,
-    write_fingerprint,
-)
-from rewardgym.collect.materialize import MaterializeOptions, iter_materialized
+from rewardgym.collect.failures import AttemptFailure
 from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.prepare import guard_run_outputs, prepare_run
 from rewardgym.collect.progress import CollectionProgress
-from rewardgym.collect.resume import PriorRun, drop_failures, key_of, load_prior_run, pending_rows
+from rewardgym.collect.resume import drop_failures, key_of, pending_rows
 from rewardgym.collect.rollout_fields import LEGACY_RESULT_TYPE, perf_of, relay_name, relay_names
 from rewardgym.collect.runlock import run_lock
+from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
-from rewardgym.errors import DataError, UsageError
-from rewardgym.io.jsonl import JsonlAppender, iter_jsonl
-from rewardgym.io.outputs import atomic_writer, guard_outputs
-from rewardgym.metrics.adaptive import AdaptivePolicy
+from rewardgym.io.jsonl import JsonlAppender
 from rewardgym.protocol import keys
-
-
-@dataclass
-class CollectSettings:
-    """Everything that shapes one collection run."""
-
-    output: Path
-    """The rollouts file (``--output``); sibling files are derived from it."""
-    input: Path | None = None
-    """The input rows (``--input``); not read on ``--resume``."""
-    materialize: MaterializeOptions = field(default_factory=MaterializeOptions)
-    concurrency: int = 32
-    """Rollouts in flight at once (``--concurrency``)."""
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    rollout_timeout_s: float = 900.0
-    """Timeout of one ``/run`` call (``++rollout_timeout_s``)."""
-    fail_fast: bool = False
-    resume: bool = False
-    force: bool = False
-    """Resume even though the fingerprint changed."""
-    retry_failed: bool = False
-    """On resume, run failed keys again regardless of the attempts they used."""
-    disable_aggregation: bool = False
-    shard: tuple[int, int] | None = None
-    """``(i, n)`` of ``--shard i/n``: only the rows whose task index is ``i`` modulo ``n`` (all repeats of a
-    task stay in one shard, so ``gym eval aggregate`` merges disjoint shards)."""
-    fingerprint_settings: Mapping[str, Any] = field(default_factory=dict)
-    """Redacted settings recorded in the run fingerprint (config minus secrets, repeats, overrides)."""
-    live_progress: bool | None = None
-    read_files: tuple[tuple[Path, str], ...] = ()
-    """Other files the command reads (config files, ``--prompt-config``), each with what it is: no output
-    may be one of them."""
-    adaptive: AdaptivePolicy | None = None
-    """``--adaptive``: materialize ``initial`` repeats, then rounds (:mod:`rewardgym.collect.adaptive`). On
-    resume, None means "as the run was started" (its fingerprint says)."""
 
 
 @dataclass
@@ -109,165 +62,6 @@ class CollectSummary:
     stats: DispatchStats
     stop_reason: str | None
     aggregate: list[dict[str, Any]] | None
-
-
-def _check_output_location(output: Path) -> None:
-    if output.is_dir():
-        raise UsageError(f"--output must be a file path, but '{output}' is a folder")
-    for parent in output.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UsageError(f"--output '{output}': '{parent}' is a file, not a folder")
-            break
-
-
-def guard_run_outputs(settings: CollectSettings) -> RunOutputs:
-    """Refuse, before anything is touched, outputs that are inputs or exist as non-regular files (see
-    :func:`rewardgym.io.outputs.guard_outputs`); the CLI calls this before it starts any server."""
-    outputs = RunOutputs(settings.output)
-    _check_output_location(settings.output)
-    guard_outputs(outputs.labelled(), [(settings.input, "--input"), *settings.read_files])
-    return outputs
-
-
-def _clear_stale(outputs: RunOutputs, out: IO[str]) -> None:
-    for path in outputs.stale():
-        if path.exists():
-            size = path.stat().st_size
-            if size and path in (outputs.rollouts, outputs.failures):
-                out.write(
-                    f"Warning: removing {path} from an earlier run ({size} bytes); use --resume to keep it\n"
-                )
-            path.unlink()
-
-
-def _materialize(settings: CollectSettings, handle: IO[bytes], out: IO[str]) -> tuple[set[str], int]:
-    """Write the materialized rows to ``handle``; returns (agents named, row count)."""
-    if settings.input is None:
-        raise UsageError("--input is required (unless --resume)")
-    agents: set[str] = set()
-    count = 0
-    for row in iter_materialized(
-        settings.input, settings.materialize, lambda message: out.write(f"Warning: {message}\n")
-    ):
-        if settings.shard is not None and row[keys.TASK_INDEX] % settings.shard[1] != settings.shard[0]:
-            continue
-        agents.add(row[keys.AGENT_REF]["name"])
-        handle.write(orjson.dumps(row) + b"\n")
-        count += 1
-    if count == 0:
-        raise DataError(f"Input file '{settings.input}' (--input) holds no rows: there is nothing to collect")
-    policy = settings.adaptive
-    if policy is not None and policy.budget is not None and count > policy.budget:
-        raise UsageError(
-            f"--adaptive-budget {policy.budget} is smaller than the first round: {count} rollouts "
-            f"(--adaptive-initial {policy.initial} per task); raise the budget or lower "
-            "--adaptive-initial"  # raised before the materialized file is renamed into place
-        )
-    return agents, count
-
-
-def _agents_in(materialized: Path) -> tuple[set[str], int]:
-    agents: set[str] = set()
-    total = 0
-    for number, row in iter_jsonl(materialized, what="Materialized inputs"):
-        total += 1
-        ref = row.get(keys.AGENT_REF)
-        name = ref.get("name") if isinstance(ref, dict) else None
-        if not isinstance(name, str):
-            raise DataError(f"{materialized}:{number}: materialized row has no agent_ref.name")
-        agents.add(name)
-    return agents, total
-
-
-def _check_agents(needed: set[str], available: Mapping[str, str]) -> None:
-    missing = sorted(needed - set(available))
-    if missing:
-        listed = ", ".join(sorted(available)) or "none"
-        raise UsageError(
-            f"rows name agent(s) {', '.join(repr(m) for m in missing)} but no such agent is running "
-            f"(available: {listed})"
-        )
-
-
-def _prepare(
-    settings: CollectSettings, outputs: RunOutputs, out: IO[str], agent_urls: Mapping[str, str]
-) -> tuple[int, PriorRun, AdaptivePolicy | None, bool]:
-    """Validate everything, then (fresh run) replace the earlier run's outputs, or (resume) load them.
-
-    A fresh run that is refused (bad input, unknown agent…) leaves the earlier run's files untouched: the
-    new materialized file is built aside and only swapped in once every check passed.
-    """
-    if settings.resume:
-        if not outputs.materialized.exists():
-            raise UsageError(f"cannot resume: no previous run found ({outputs.materialized} does not exist)")
-        old = read_fingerprint(outputs.fingerprint)
-        prefix = old.get("materialized_inputs_bytes")
-        fingerprint_settings = dict(settings.fingerprint_settings)
-        recorded: dict[str, Any] = old["settings"] if isinstance(old.get("settings"), dict) else {}
-        if isinstance(prefix, int):  # an adaptive run: later rounds append rows
-            torn = repair_materialized_tail(outputs.materialized)
-            if torn is not None:
-                out.write(f"Note: {outputs.materialized}:{torn.line_number} was cut short by a crash\n")
-            # The adaptive settings given again are compared; the others are the recorded ones.
-            given = fingerprint_settings.get("adaptive") or {}
-            fingerprint_settings["adaptive"] = {**(recorded.get("adaptive") or {}), **given}
-        new = build_fingerprint(
-            materialized=outputs.materialized,
-            input_path=settings.input,
-            settings=fingerprint_settings,
-            prefix_bytes=prefix if isinstance(prefix, int) else None,
-        )
-        changed = differences(old, new)
-        if changed and not settings.force:
-            raise UsageError(
-                "cannot resume: the run changed since it started ("
-                + describe_changes(old, new, changed)
-                + "); start a fresh run, or pass --force to resume anyway"
-            )
-        if changed:
-            described = describe_changes(old, new, changed)
-            out.write(f"Warning: resuming although these changed: {described} (--force)\n")
-            write_fingerprint(outputs.fingerprint, new)
-        prior = load_prior_run(outputs)
-        recovered = prior.done & prior.attempts.keys()
-        if recovered:  # succeeded by a run killed before it could tidy the failures file
-            drop_failures(outputs.failures, recovered)
-            for key in recovered:
-                prior.attempts.pop(key, None)
-                prior.permanent.discard(key)
-        if prior.torn is not None:
-            out.write(
-                f"Note: {outputs.rollouts}:{prior.torn.line_number} was cut short by a crash; "
-                "that rollout will run again\n"
-            )
-        needed, total = _agents_in(outputs.materialized)
-        _check_agents(needed, agent_urls)
-        policy = fingerprint_settings.get("adaptive") if isinstance(prefix, int) else None
-        add_seed = (recorded.get("materialize") or {}).get("add_seed", settings.materialize.add_seed)
-        return (
-            total,
-            prior,
-            AdaptivePolicy.from_dict(policy) if isinstance(policy, dict) else None,
-            bool(add_seed),
-        )
-    # Built in a temp file (see rewardgym.io.outputs) renamed over the materialized file only at the end of
-    # the block, once every check passed and the earlier run's outputs are cleared.
-    with atomic_writer(outputs.materialized) as handle:
-        needed, total = _materialize(settings, handle, out)
-        _check_agents(needed, agent_urls)
-        _clear_stale(outputs, out)
-    write_fingerprint(
-        outputs.fingerprint,
-        build_fingerprint(
-            materialized=outputs.materialized,
-            input_path=settings.input,
-            settings=dict(settings.fingerprint_settings)
-            | ({} if settings.adaptive is None else {"adaptive": settings.adaptive.as_dict()}),
-            prefix_bytes=outputs.materialized.stat().st_size if settings.adaptive is not None else None,
-        ),
-    )
-    return total, PriorRun(), settings.adaptive, settings.materialize.add_seed
 
 
 def failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> dict[str, Any]:
@@ -313,7 +107,7 @@ async def _collect(
     headers: Mapping[str, str] | None,
     on_dispatcher: Callable[[Dispatcher], None] | None,
 ) -> CollectSummary:
-    total, prior, adaptive, add_seed = _prepare(settings, outputs, out, agent_urls)
+    total, prior, adaptive, add_seed = prepare_run(settings, outputs, out, agent_urls)
     resumed_done = len(prior.done)
     if settings.resume:
         out.write(f"Resuming: {resumed_done} of {total} rollouts already done\n")

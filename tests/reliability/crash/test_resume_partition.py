@@ -15,7 +15,8 @@ import orjson
 
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
-from rewardgym.collect.runner import CollectSettings, run_collection
+from rewardgym.collect.runner import run_collection
+from rewardgym.collect.settings import CollectSettings
 from tests.collect.agent_stub import StubAgent
 from tests.stubs.processes import jsonl_rows, row_key
 
