@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
 from rewardgym.cli import adaptive_opts as ad
 from rewardgym.cli import aio
@@ -35,20 +34,29 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
-from rewardgym.cli.reward_range import declared_reward_range
-from rewardgym.cli.run_trackers import export_after_run, trackers_of, without_tracker_keys
+from rewardgym.cli.run_settings import (
+    config_bool,
+    config_number,
+    exit_code_of,
+    explicit_settings,
+    failure_rate_limit,
+    fingerprint_settings,
+    load_prompt_config,
+    parse_shard,
+    repeat_spec,
+)
+from rewardgym.cli.run_trackers import export_after_run, trackers_of
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
-from rewardgym.collect.materialize import MaterializeOptions, PromptConfig, RepeatSpec
+from rewardgym.collect.materialize import MaterializeOptions
 from rewardgym.collect.prepare import guard_run_outputs
-from rewardgym.collect.runner import CollectSummary, format_summary, run_collection
+from rewardgym.collect.runner import format_summary, run_collection
 from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.inputs import refuse_special_input
-from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, load_bounded_file
 
 _FLAGS = [
     *CONFIG_OPTION_NAMES,
@@ -59,93 +67,10 @@ _FLAGS = [
     *ad.FLAGS,
 ]  # fmt: skip
 
-EXIT_FAILURE_RATE = 3
-"""Exit code of a run whose failure rate exceeded ``++max_failure_rate`` (docs/collect.md, "Exit codes")."""
-
 
 def _say(message: str) -> None:
     sys.stdout.write(message + "\n")
     sys.stdout.flush()
-
-
-def _prompt_config(path: Path | None) -> PromptConfig | None:
-    if path is None:
-        return None
-    try:
-        data = load_bounded_file(path, max_nodes=CONFIG_MAX_NODES)
-    except FileNotFoundError:
-        raise DataError(f"prompt config not found: '{path}' (--prompt-config)") from None
-    except yaml.YAMLError as exc:
-        raise DataError(f"{path}: malformed YAML ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("user"), str):
-        raise DataError(f"{path}: a prompt config needs a 'user' template string (and optionally 'system')")
-    system = data.get("system")
-    if system is not None and not isinstance(system, str):
-        raise DataError(f"{path}: 'system' must be a template string")
-    return PromptConfig(user=data["user"], system=system)
-
-
-def _repeats(flag: int | None, cfg: GymConfig) -> RepeatSpec:
-    value: Any = flag if flag is not None else cfg.get("num_repeats", 1)
-    if value is None:
-        return 1
-    if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise UsageError(f"num_repeats must be an integer or a mapping {{agent: n, _default: n}}, got {value!r}")
-
-
-def _as_bool(cfg: GymConfig, key: str, default: bool = False) -> bool:
-    value = cfg.get(key, default)
-    if isinstance(value, bool):
-        return value
-    raise UsageError(f"{key} must be true or false, got {value!r}")
-
-
-def _as_number(cfg: GymConfig, key: str, default: float) -> float:
-    value = cfg.get(key, default)
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    raise UsageError(f"{key} must be a positive number, got {value!r}")
-
-
-def _explicit(resume: bool, *, cfg: GymConfig, **given: Any) -> set[str] | None:
-    """On resume, the settings the user gave again (only those are compared); None = all (fresh run)."""
-    if not resume:
-        return None
-    names = {name for name, value in given.items() if value not in (None, False, {})}
-    names |= {key for key in ("num_repeats", "agent_name", "limit") if cfg.get(key) is not None}
-    names |= {key for key in ("interleave_repeats", "agent_fill_missing") if cfg.get(key) is True}
-    renamed = {"agent_name": "agent", "interleave_repeats": "interleave"}
-    return {renamed.get(n, n) for n in names}
-
-
-def _fingerprint_settings(
-    cfg: GymConfig, options: MaterializeOptions, explicit: set[str] | None, shard: tuple[int, int] | None
-) -> dict[str, Any]:
-    materialize: dict[str, Any] = {
-        "num_repeats": options.num_repeats,
-        "agent": options.agent_name,
-        "limit": options.limit,
-        "add_seed": options.add_seed,
-        "create_params": dict(options.create_params_overrides),
-        "prompt_config": None if options.prompt_config is None else vars(options.prompt_config),
-    }
-    # Only when given, so runs without these flags keep their fingerprint.
-    if shard is not None:
-        materialize["shard"] = list(shard)
-    if options.interleave:
-        materialize["interleave"] = True
-    if options.agent_fill_missing:
-        materialize["agent_fill_missing"] = True
-    if explicit is not None:
-        materialize = {k: v for k, v in materialize.items() if k in explicit}
-    settings: dict[str, Any] = {"config": without_tracker_keys(cfg.redacted()), "materialize": materialize}
-    declared = declared_reward_range(cfg)
-    if declared is not None:  # only when not the default, so other runs keep their fingerprint
-        settings["reward_range"] = declared
-    return settings
 
 
 @eval_app.command("run", context_settings=OVERRIDE_CONTEXT)
@@ -267,7 +192,7 @@ def run(
         if input_path.is_dir():
             raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
         raise DataError(f"Input file not found: '{input_path}' (--input)")
-    shard_spec = _shard(shard)
+    shard_spec = parse_shard(shard)
     if no_serve:
         cfg = load_config(
             config or [], overrides, search_dirs=search_dir or [], require_complete=False, check_keys=True
@@ -296,16 +221,16 @@ def run(
         confidence=adaptive_confidence, boundary=adaptive_boundary, pass_threshold=adaptive_pass_threshold,
     )  # fmt: skip
     materialize = MaterializeOptions(
-        num_repeats=policy.initial if policy is not None else _repeats(num_repeats, cfg),
+        num_repeats=policy.initial if policy is not None else repeat_spec(num_repeats, cfg),
         agent_name=agent or cfg.get("agent_name"),
-        agent_fill_missing=agent_fill_missing or _as_bool(cfg, "agent_fill_missing"),
+        agent_fill_missing=agent_fill_missing or config_bool(cfg, "agent_fill_missing"),
         limit=limit if limit is not None else cfg.get("limit"),
-        add_seed=add_seed or _as_bool(cfg, "num_repeats_add_seed"),
+        add_seed=add_seed or config_bool(cfg, "num_repeats_add_seed"),
         create_params_overrides={**extra_params, **create_params},
-        prompt_config=_prompt_config(prompt_config),
-        interleave=interleave_repeats or _as_bool(cfg, "interleave_repeats"),
+        prompt_config=load_prompt_config(prompt_config),
+        interleave=interleave_repeats or config_bool(cfg, "interleave_repeats"),
     )
-    explicit = _explicit(
+    explicit = explicit_settings(
         resume,
         cfg=cfg,
         num_repeats=num_repeats,
@@ -323,22 +248,22 @@ def run(
         input=input_path,
         materialize=materialize,
         concurrency=concurrency,
-        retry=RetryPolicy(max_attempts=int(_as_number(cfg, "max_attempts", 3))),
-        rollout_timeout_s=_as_number(cfg, "rollout_timeout_s", 900.0),
-        fail_fast=_as_bool(cfg, "fail_fast"),
+        retry=RetryPolicy(max_attempts=int(config_number(cfg, "max_attempts", 3))),
+        rollout_timeout_s=config_number(cfg, "rollout_timeout_s", 900.0),
+        fail_fast=config_bool(cfg, "fail_fast"),
         resume=resume,
         force=force,
         retry_failed=retry_failed,
-        disable_aggregation=disable_aggregation or _as_bool(cfg, "disable_aggregation"),
+        disable_aggregation=disable_aggregation or config_bool(cfg, "disable_aggregation"),
         shard=shard_spec,
-        fingerprint_settings=_fingerprint_settings(cfg, materialize, explicit, shard_spec)
+        fingerprint_settings=fingerprint_settings(cfg, materialize, explicit, shard_spec)
         | ({} if adaptive_record is None else {"adaptive": adaptive_record}),
         read_files=read_files(cfg, prompt_config),
         adaptive=policy,
     )
     guard_run_outputs(settings)  # before any server starts or any file (a log folder) is created
     trackers = trackers_of(cfg)  # ++wandb_project / ++mlflow_tracking_uri: extras checked up front
-    max_failure_rate = _failure_rate_limit(cfg)
+    max_failure_rate = failure_rate_limit(cfg)
     token = cfg.get("auth_token")
     headers = {"X-Rewardgym-Token": str(token)} if token else None
     if no_serve:
@@ -354,52 +279,12 @@ def run(
         )
     if code:
         raise typer.Exit(code)
-    if not (no_health_check or _as_bool(cfg, "disable_health_check")):
+    if not (no_health_check or config_bool(cfg, "disable_health_check")):
         from rewardgym.cli.analyze_cmd import health_after_run
 
         health_after_run(output)
     if trackers is not None:
         export_after_run(output, trackers, cfg)
-
-
-def _shard(value: str | None) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    index, _, count = value.partition("/")
-    if not (index.strip().isdigit() and count.strip().isdigit()) or not 0 <= int(index) < int(count):
-        raise UsageError(f"--shard must be I/N with 0 <= I < N (e.g. 0/4), got {value!r}")
-    return int(index), int(count)
-
-
-def _failure_rate_limit(cfg: GymConfig) -> float | None:
-    value = cfg.get("max_failure_rate")
-    if value is None:
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
-        return float(value)
-    raise UsageError(f"max_failure_rate must be a number in 0..1, got {value!r}")
-
-
-def _exit_code(summary: CollectSummary, max_failure_rate: float | None) -> int:
-    """0 done; 130 interrupted; 1 stopped; 3 when this run's failures exceed ``++max_failure_rate`` (unset:
-    when every rollout it finished failed — nothing to aggregate, which a script must be able to tell)."""
-    if summary.stop_reason == "interrupted":
-        return 130
-    if summary.stop_reason:
-        return 1
-    failed, finished = summary.stats.failed, summary.stats.failed + summary.stats.succeeded
-    if not failed:
-        return 0
-    rate = failed / finished
-    limit_hit = rate > max_failure_rate if max_failure_rate is not None else failed == finished
-    if not limit_hit:
-        return 0
-    limit = "" if max_failure_rate is None else f" > max_failure_rate {max_failure_rate:g}"
-    sys.stderr.write(
-        f"Error: {failed} of {finished} rollouts failed this run ({rate:.1%}{limit}); "
-        f"see {summary.outputs.failures}\n"
-    )
-    return EXIT_FAILURE_RATE
 
 
 async def _collect_no_serve(
@@ -411,7 +296,7 @@ async def _collect_no_serve(
     settings = dataclasses.replace(settings, fingerprint_settings=fingerprint)
     summary = await run_collection(settings, agents, headers=headers)
     _say(format_summary(summary))
-    return _exit_code(summary, max_failure_rate)
+    return exit_code_of(summary, max_failure_rate)
 
 
 async def _collect_served(
@@ -441,4 +326,4 @@ async def _collect_served(
     if stack.failure is not None:
         _say(f"\n{stack.failure}")
         return 1
-    return _exit_code(summary, max_failure_rate)
+    return exit_code_of(summary, max_failure_rate)
