@@ -10,7 +10,9 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
 - writes, each by temp file + rename: ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``,
   ``<stem>_quality_summary.json`` and (``report=True``) ``<stem>_report.html``; ``health_only=True``
   writes just the two health files; ``scan`` is an already-read rollouts file and ``materialized`` the
-  number of materialized rollouts when already known (``profile --report``: the profile counted them).
+  number of materialized rollouts when already known (``profile --report``: the profile counted them);
+  ``before_writing`` is called once the analysis is computed, before its first file is written
+  (``profile --report`` holds a forked analysis there until the profile's own checks have passed).
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ def analyze_files(
     workers: int | None = None,
     scan: Scan | None = None,
     materialized: int | None = None,
+    before_writing: Callable[[], object] | None = None,
 ) -> AnalyzeResult:
     """Analyze one run and write its files (see module doc)."""
     started = time.perf_counter()
@@ -131,6 +134,8 @@ def analyze_files(
         uncollected_tasks=_uncollected(scan, materialized, materialized_file, failure_tasks),
     )
     analysis = analyze_columns(scan.columns, settings, facts)
+    if before_writing is not None:
+        before_writing()
     written: list[Path] = []
 
     def verdicts() -> None:
