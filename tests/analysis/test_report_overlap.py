@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from pathlib import Path
 
 import orjson
@@ -106,3 +107,19 @@ def test_a_profile_failing_after_the_fork_leaves_no_analysis_file(tmp_path: Path
     with pytest.raises(DataError, match="500"):
         profile_and_report(folder / _INPUTS[0], folder / _INPUTS[1], overlap=True)
     assert sorted(p.name for p in folder.iterdir()) == sorted(_INPUTS)
+
+
+def test_a_killed_child_is_followed_by_the_serial_analysis(tmp_path: Path) -> None:
+    expected, killed = tmp_path / "expected", tmp_path / "killed"
+    _write(expected)
+    _write(killed)
+    _run(expected, overlap=False)
+    _, report = profile_and_report(killed / _INPUTS[0], killed / _INPUTS[1], overlap=True)
+    assert report.child is not None
+    os.kill(report.child.pid, signal.SIGKILL)  # a real fault: it never answers
+    lines = finish_report(report)
+    assert any(line.startswith("Health: ") for line in lines)
+    for name in (*_PROFILE, *_ANALYSIS):
+        got = _stable((killed / name).read_bytes(), killed)
+        assert got == _stable((expected / name).read_bytes(), expected), name
+    assert sorted(p.name for p in killed.iterdir()) == sorted((*_INPUTS, *_PROFILE, *_ANALYSIS))

@@ -121,7 +121,8 @@ def finish_report(report: Report) -> list[str]:
         # it never coincides with the profile's own writing.
         gc.collect()  # the profile's objects in reference cycles, before the trim
         _trim_heap()
-        os.write(report.child.gate, _GO)
+        with contextlib.suppress(BrokenPipeError):  # the child died: its (missing) answer says so
+            os.write(report.child.gate, _GO)
         _close_gate(report.child)
         status, answer = _collect(report.child)
         if answer[:1] == _LINES and status == 0:
@@ -218,13 +219,10 @@ def _close_gate(child: _Child) -> None:
 
 
 def _trim_heap() -> None:
-    """Give the freed profile's heap back to the system (glibc keeps freed memory for reuse otherwise,
-    and this process only waits from here on while the child writes)."""
+    """Give freed heap memory back to the system: glibc otherwise keeps it resident for reuse, and a
+    forked process still sharing those pages would then hold them twice once they are reused."""
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
+    # The running program's own symbols (no library search: that would spawn ``ldconfig``).
     with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim the same way
-        ctypes.CDLL(name).malloc_trim(0)
+        ctypes.CDLL(None).malloc_trim(0)
