@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rewardgym.io.outputs import remove_stale
 from rewardgym.profile.api import ProfileResult, profile_files
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ the fork and the second copy of the columns are not worth the fraction of a seco
 
 _GO = b"1"
 _LINES, _ERROR = b"L", b"X"
+
+
+class _NoGo(BaseException):
+    """The profile failed: the analysis child unwinds (removing its temp file) without writing."""
 
 
 @dataclass
@@ -110,6 +115,8 @@ def profile_and_report(
         if report.child is not None:
             _abandon(report.child)
         raise
+    if report.child is not None:  # the profile's temporaries are freed: not resident beside the child
+        _trim_heap()
     return result, report
 
 
@@ -129,6 +136,7 @@ def finish_report(report: Report) -> list[str]:
             return answer[1:].decode().splitlines()
         if answer[:1] == _ERROR:
             raise pickle.loads(answer[1:])
+        remove_stale(report.rollouts.parent)  # the temp files of a child that died without a word
     return _analyze_here(report)
 
 
@@ -169,7 +177,7 @@ def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - r
 
         def wait_for_go() -> None:
             if os.read(gate, 1) != _GO:
-                os._exit(3)  # the profile failed: write nothing, say nothing
+                raise _NoGo  # the profile failed: the temp file goes, nothing is said
 
         try:
             assert report.scan is not None
@@ -184,6 +192,8 @@ def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - r
             )
             answer = _LINES + "\n".join(_lines(result)).encode()
             code = 0
+        except _NoGo:
+            os._exit(3)
         except Exception as exc:
             try:
                 answer = _ERROR + pickle.dumps(exc)
