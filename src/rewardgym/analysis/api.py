@@ -10,18 +10,23 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
 - writes, each by temp file + rename: ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``,
   ``<stem>_quality_summary.json`` and (``report=True``) ``<stem>_report.html``; ``health_only=True``
   writes just the two health files; ``scan`` is an already-read rollouts file and ``materialized`` the
-  number of materialized rollouts when already known (``profile --report``: the profile counted them).
+  number of materialized rollouts when already known (``profile --report``: the profile counted them);
+  ``before_writing`` is called once the analysis is computed and ``<stem>_analysis.json`` written to its
+  temp file, before any file is in place (``profile --report`` holds a forked analysis there until the
+  profile is written; an exception there removes the temp file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import orjson
@@ -40,23 +45,32 @@ from rewardgym.analysis.sidecars import (
     wall_time,
 )
 from rewardgym.errors import DataError
-from rewardgym.io.outputs import atomic_write_bytes
+from rewardgym.io.outputs import atomic_writer
 
 _ARRAYS = ("per_task", "per_rollout")
 
 
 def document_bytes(document: dict[str, Any]) -> bytes:
     """The document as JSON: indented, except the long per-task / per-rollout arrays (one line each)."""
+    buffer = io.BytesIO()
+    write_document(buffer, document)
+    return buffer.getvalue()
+
+
+def write_document(handle: IO[bytes], document: dict[str, Any]) -> None:
+    """Write :func:`document_bytes` to ``handle`` one array at a time (at 10^6 rollouts the whole text is
+    72 MB: built at once, it and its pieces would be held together)."""
     head = {k: v for k, v in document.items() if k not in _ARRAYS}
-    text = orjson.dumps(head, option=orjson.OPT_INDENT_2)[:-2]
+    handle.write(orjson.dumps(head, option=orjson.OPT_INDENT_2)[:-2])
     for key in _ARRAYS:
         if key in document:
-            columns = b",\n".join(
-                b'    "' + name.encode() + b'": ' + orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY)
-                for name, values in document[key].items()
-            )
-            text += b',\n  "' + key.encode() + b'": {\n' + columns + b"\n  }"
-    return text + b"\n}\n"
+            handle.write(b',\n  "' + key.encode() + b'": {\n')
+            for position, (name, values) in enumerate(document[key].items()):
+                handle.write(b",\n" if position else b"")
+                handle.write(b'    "' + name.encode() + b'": ')
+                handle.write(orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY))
+            handle.write(b"\n  }")
+    handle.write(b"\n}\n")
 
 
 def _uncollected(
@@ -98,6 +112,7 @@ def analyze_files(
     workers: int | None = None,
     scan: Scan | None = None,
     materialized: int | None = None,
+    before_writing: Callable[[], object] | None = None,
 ) -> AnalyzeResult:
     """Analyze one run and write its files (see module doc)."""
     started = time.perf_counter()
@@ -132,6 +147,12 @@ def analyze_files(
     )
     analysis = analyze_columns(scan.columns, settings, facts)
     written: list[Path] = []
+    with contextlib.ExitStack() as stack:
+        if not health_only:  # written here, renamed into place when the block ends (after the gate)
+            write_document(stack.enter_context(atomic_writer(paths.analysis)), analysis.document)
+            written.append(paths.analysis)
+        if before_writing is not None:
+            before_writing()
 
     def verdicts() -> None:
         write_verdicts(paths.verdicts, scan.columns, analysis.health, scan.unreadable, str(rollouts))
@@ -140,9 +161,6 @@ def analyze_files(
     # child while this process writes the rest: the second core is otherwise idle here.
     child = _start(verdicts) if not health_only and len(scan.columns) >= FORK_FROM else None
     try:
-        if not health_only:
-            atomic_write_bytes(paths.analysis, document_bytes(analysis.document))
-            written.append(paths.analysis)
         if child is None:
             verdicts()
         write_summary(paths.quality, health_summary(scan.columns, analysis.health, len(scan.unreadable)))

@@ -20,7 +20,7 @@ import gc
 import itertools
 import multiprocessing
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -168,9 +168,19 @@ ROW_HOOK = RowHook(per_row=extract_row, finish=_finish_rows)
 """The analysis columns from the profile's parse of the rollouts (``profile_files(row_hook=...)``)."""
 
 
-def scan_from_parts(path: Path, parts: tuple[Any, ...] | list[Any]) -> Scan:
-    """The :class:`Scan` of ``path`` from the parts :data:`ROW_HOOK` made of its chunks, in file order."""
-    return _scan(path, list(parts))
+def scan_from_parts(path: Path, parts: tuple[Any, ...] | list[Any], *, sort: bool = True) -> Scan:
+    """The :class:`Scan` of ``path`` from the parts :data:`ROW_HOOK` made of its chunks, in file order.
+    ``sort=False`` leaves the columns in file order: :func:`sorted_scan` must sort them before use (a
+    caller that sorts in another process)."""
+    columns, bad, blank = _merge(list(parts))
+    if sort:
+        columns = sorted_columns(columns)
+    return Scan(columns=columns, unreadable=bad, blank_lines=blank, path=path)
+
+
+def sorted_scan(scan: Scan) -> Scan:
+    """``scan`` with its columns sorted by (task, rollout, line)."""
+    return replace(scan, columns=sorted_columns(scan.columns))
 
 
 def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int, str]], int]:

@@ -159,32 +159,29 @@ def profile_command(
     lenient = _flag(
         allow_non_numeric_rewards, overrides, "allow_non_numeric_rewards", "--allow-non-numeric-rewards"
     )
-    row_hook = None
     if report:  # the analysis takes its columns from the profile's own parse of the rollouts
-        from rewardgym.analysis.scan import ROW_HOOK
+        from rewardgym.cli.report_child import finish_report, profile_and_report
 
-        row_hook = ROW_HOOK
-    result = profile_files(
-        Path(inputs),
-        Path(rollouts),
-        allow_partial=allow_partial,
-        allow_non_numeric_rewards=lenient,
-        row_hook=row_hook,
-        while_reading=_import_analysis if report else None,
-    )
+        result, run = profile_and_report(
+            Path(inputs),
+            Path(rollouts),
+            allow_partial=allow_partial,
+            allow_non_numeric_rewards=lenient,
+            while_reading=_import_analysis,
+        )
+    else:
+        result = profile_files(
+            Path(inputs), Path(rollouts), allow_partial=allow_partial, allow_non_numeric_rewards=lenient
+        )
     assert result.paths is not None
     for line in summary_lines(result.completion, result.masked_rollouts, result.paths):
         typer.echo(line)
     _print_summary(result, time.perf_counter() - started)
     if report:
-        from rewardgym.analysis.scan import scan_from_parts
-        from rewardgym.cli.analyze_cmd import report_after_profile
-
-        scan = scan_from_parts(Path(rollouts), result.row_parts)
-        # The profile refuses blank lines, so its input rows are the inputs file's non-empty lines.
-        materialized = result.completion.expected_rollout_rows
-        del result  # free the profile's columns first: the analysis has what it needs in ``scan``
-        report_after_profile(Path(inputs), Path(rollouts), scan, materialized)
+        del result  # free the profile's columns: the analysis needs only the row parts ``run`` keeps
+        console = Console(highlight=False, soft_wrap=True)
+        for line in finish_report(run):
+            console.print(line, markup=False)
     if trackers:
         from rewardgym.export.trackers import export_run
 

@@ -12,7 +12,12 @@ Contract:
   rollouts, is an error: there is nothing to profile. ``row_hook`` (a
   :class:`~rewardgym.profile.read.chunks.RowHook`) lets a caller take its own fields from the same parse
   of the rollouts (:attr:`ProfileResult.row_parts`); ``while_reading`` runs in this process while the
-  workers read.
+  workers read; ``after_read(row_parts, input_rows)`` is called once both files are read and their rows
+  checked: it takes the row parts (they are then dropped here, and :attr:`ProfileResult.row_parts` is
+  empty) and may return a callable, called right after they are dropped; ``before_writing()`` is called
+  once the profile's own checks (alignment) have passed, before its first file is written —
+  ``profile --report`` builds its columns and forks its analysis at the first and lets it write its
+  files at the second.
 - :func:`profile_rows(rows, results, allow_partial=False)` runs the same profiler on lists of dicts
   (materialized-input rows and rollout/verify results), writes nothing, and returns the per-task rows
   too — exactly the objects the file would hold.
@@ -31,7 +36,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +96,8 @@ def profile_files(
     allow_non_numeric_rewards: bool = False,
     row_hook: RowHook | None = None,
     while_reading: Callable[[], object] | None = None,
+    after_read: Callable[[tuple[Any, ...], int], Callable[[], object] | None] | None = None,
+    before_writing: Callable[[], object] | None = None,
 ) -> ProfileResult:
     """Profile ``rollouts`` against ``inputs`` and write the three output files (see module doc)."""
     started = time.perf_counter()
@@ -120,6 +127,13 @@ def profile_files(
             f"({len(input_columns.task)} input rows are all still missing)"
         )
     check_magnitudes(result_columns, str(rollouts_path))
+    if after_read is not None:
+        then = after_read(result_columns.extras, len(input_columns.task))
+        # Free the parts before ``then`` (a fork): a child would keep them alive while this process
+        # reuses their memory, copying every page.
+        result_columns = replace(result_columns, extras=())
+        if then is not None:
+            then()
     part = prepare_profile(
         input_columns,
         result_columns,
@@ -128,6 +142,8 @@ def profile_files(
         allow_partial=allow_partial,
         threads=tuning.worker_count(),
     )
+    if before_writing is not None:
+        before_writing()
     profile = write_outputs(part, result_columns, paths, inputs_path, input_columns, tuning)
     return ProfileResult(
         completion=profile.completion,

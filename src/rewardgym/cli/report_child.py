@@ -1,0 +1,238 @@
+"""``gym eval profile --report`` at scale: the analysis in a forked child while the profile finishes.
+
+Contract of :func:`profile_and_report(inputs, rollouts, ..., overlap)` (returns the
+:class:`~rewardgym.profile.api.ProfileResult` and a :class:`Report`; prints nothing):
+
+- ``overlap=False``: the profile, then the analysis of its rows in this process (``analyze_files`` on
+  the ``Scan`` the profile's row hook built) — the serial path;
+- ``overlap=True`` (default: from :data:`OVERLAP_FROM` input rows; where ``os.fork`` exists): as soon
+  as the profile's readers have returned the rows, their columns are merged here and a forked child
+  sorts them (the ``Scan``) and computes the analysis while this process finishes the profile
+  (alignment, statistics, its three files: about as long, on the other core). The child writes its
+  files only once the profile is written and its memory freed: it waits on a pipe for a go byte, so
+  that the analysis' large strings never coincide with the profile's writing (the peak stays under
+  1 GiB at 10^6 rollouts); a profile that fails closes the pipe and the child exits without writing
+  anything. The files are byte-identical to the serial path's: same functions, same inputs.
+- :func:`finish_report` prints the analysis summary after the profile's (the child sends its lines back
+  through a pipe). A child that failed with an exception sends it back (pickled) and it is raised here,
+  so the user sees exactly the one-line error of the serial path (exit non-zero); a child that died
+  otherwise is followed by the serial analysis here. Every file is written by temp file + rename, so a
+  failure never leaves a half-written one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rewardgym.io.outputs import remove_stale
+from rewardgym.profile.api import ProfileResult, profile_files
+
+if TYPE_CHECKING:
+    from rewardgym.analysis.scan import Scan
+
+OVERLAP_FROM = 200_000
+"""Input rows from which ``profile --report`` overlaps the analysis with the profile's tail: below it
+the fork and the second copy of the columns are not worth the fraction of a second they save."""
+
+_GO = b"1"
+_LINES, _ERROR = b"L", b"X"
+
+
+class _NoGo(BaseException):
+    """The profile failed: the analysis child unwinds (removing its temp file) without writing."""
+
+
+@dataclass
+class _Child:
+    pid: int
+    gate: int
+    """Write end of the go pipe (closed = no go)."""
+    out: int
+    """Read end of the pipe the child answers on."""
+
+
+@dataclass
+class Report:
+    """A ``profile --report``'s analysis in progress: its columns and, when overlapped, its child."""
+
+    inputs: Path
+    rollouts: Path
+    scan: Scan | None = field(default=None, repr=False)
+    materialized: int = 0
+    child: _Child | None = field(default=None, repr=False)
+
+
+def profile_and_report(
+    inputs: Path,
+    rollouts: Path,
+    *,
+    overlap: bool | None = None,
+    allow_partial: bool = False,
+    allow_non_numeric_rewards: bool = False,
+    while_reading: Callable[[], object] | None = None,
+) -> tuple[ProfileResult, Report]:
+    """Profile the run and start (``overlap``; None: from :data:`OVERLAP_FROM` input rows) or prepare its
+    analysis (see module doc)."""
+    from rewardgym.analysis.scan import ROW_HOOK, scan_from_parts
+
+    report = Report(inputs, rollouts)
+
+    def after_read(parts: tuple[Any, ...], input_rows: int) -> Callable[[], None] | None:
+        # The columns are merged here, before any fork, so that the child shares them instead of
+        # copying them and the parts' memory is freed (and reused) before a second process keeps it.
+        # Sorting them (a gather of every column) is the child's first job when there is one.
+        wanted = input_rows >= OVERLAP_FROM if overlap is None else overlap
+        fork = wanted and hasattr(os, "fork")
+        report.scan = scan_from_parts(rollouts, parts, sort=not fork)
+        # The profile refuses blank lines, so its input rows are the inputs file's non-empty lines.
+        report.materialized = input_rows
+        return start if fork else None
+
+    def start() -> None:
+        _trim_heap()  # the freed parts: not a resident part of the child's copy of this process
+        report.child = _fork(report)
+        report.scan = None  # the child's now: freed here, it is no longer shared
+        _trim_heap()
+
+    try:
+        result = profile_files(
+            inputs,
+            rollouts,
+            allow_partial=allow_partial,
+            allow_non_numeric_rewards=allow_non_numeric_rewards,
+            row_hook=ROW_HOOK,
+            while_reading=while_reading,
+            after_read=after_read,
+        )
+    except BaseException:
+        if report.child is not None:
+            _abandon(report.child)
+        raise
+    if report.child is not None:  # the profile's temporaries are freed: not resident beside the child
+        _trim_heap()
+    return result, report
+
+
+def finish_report(report: Report) -> list[str]:
+    """The analysis' printed lines, once its files are written (see module doc)."""
+    if report.child is not None:
+        # The profile is written and its memory freed: the analysis may write its files now. Its
+        # writing (the analysis document, the summary, the page: large strings) waits for this so that
+        # it never coincides with the profile's own writing.
+        gc.collect()  # the profile's objects in reference cycles, before the trim
+        _trim_heap()
+        with contextlib.suppress(BrokenPipeError):  # the child died: its (missing) answer says so
+            os.write(report.child.gate, _GO)
+        _close_gate(report.child)
+        status, answer = _collect(report.child)
+        if answer[:1] == _LINES and status == 0:
+            return answer[1:].decode().splitlines()
+        if answer[:1] == _ERROR:
+            raise pickle.loads(answer[1:])
+        remove_stale(report.rollouts.parent)  # the temp files of a child that died without a word
+    return _analyze_here(report)
+
+
+def _analyze_here(report: Report) -> list[str]:
+    from rewardgym.analysis.api import analyze_files
+
+    scan, report.scan = report.scan, None
+    return _lines(analyze_files(report.inputs, report.rollouts, scan=scan, materialized=report.materialized))
+
+
+def _lines(result: Any) -> list[str]:
+    from rewardgym.cli.analyze_cmd import summary_lines
+
+    return [*summary_lines(result), *(f"Wrote {path}" for path in result.written)]
+
+
+def _fork(report: Report) -> _Child:
+    gate_read, gate_write = os.pipe()
+    out_read, out_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child; checked through the files it writes and its answers
+        os.close(gate_write)
+        os.close(out_read)
+        _child(report, gate_read, out_write)
+    os.close(gate_read)
+    os.close(out_write)
+    return _Child(pid, gate_write, out_read)
+
+
+def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - runs in the forked child
+    """Analyze, wait for the go, write, answer; never returns. GC off: a collection would write to (and
+    so copy) every page of the parent's objects this process shares."""
+    gc.disable()
+    code = 1
+    try:
+        from rewardgym.analysis.api import analyze_files
+        from rewardgym.analysis.scan import sorted_scan
+
+        def wait_for_go() -> None:
+            if os.read(gate, 1) != _GO:
+                raise _NoGo  # the profile failed: the temp file goes, nothing is said
+
+        try:
+            assert report.scan is not None
+            scan, report.scan = sorted_scan(report.scan), None
+            _trim_heap()  # the file-order columns, just freed: not resident beside the parent's copy
+            result = analyze_files(
+                report.inputs,
+                report.rollouts,
+                scan=scan,
+                materialized=report.materialized,
+                before_writing=wait_for_go,
+            )
+            answer = _LINES + "\n".join(_lines(result)).encode()
+            code = 0
+        except _NoGo:
+            os._exit(3)
+        except Exception as exc:
+            try:
+                answer = _ERROR + pickle.dumps(exc)
+            except Exception:
+                answer = b""  # not picklable: the parent analyzes again, where the error shows itself
+        view = memoryview(answer)
+        while view:
+            view = view[os.write(out, view) :]
+    finally:
+        os._exit(code)
+
+
+def _collect(child: _Child) -> tuple[int, bytes]:
+    """The child's answer (read to the end before waiting, so a long one cannot block it) and exit code."""
+    chunks = []
+    while chunk := os.read(child.out, 1 << 16):
+        chunks.append(chunk)
+    os.close(child.out)
+    _, status = os.waitpid(child.pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks)
+
+
+def _abandon(child: _Child) -> None:
+    """The profile failed: close the gate without a go (the child exits unwritten) and reap it."""
+    _close_gate(child)  # a failure after the go (while the profile wrote): the child finishes its files
+    _collect(child)
+
+
+def _close_gate(child: _Child) -> None:
+    if child.gate >= 0:
+        os.close(child.gate)
+        child.gate = -1
+
+
+def _trim_heap() -> None:
+    """Give freed heap memory back to the system: glibc otherwise keeps it resident for reuse, and a
+    forked process still sharing those pages would then hold them twice once they are reused."""
+    import ctypes
+
+    # The running program's own symbols (no library search: that would spawn ``ldconfig``).
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim the same way
+        ctypes.CDLL(None).malloc_trim(0)
