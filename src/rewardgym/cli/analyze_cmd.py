@@ -23,7 +23,6 @@ from rich.console import Console
 
 from rewardgym.analysis.api import AnalyzeResult, analyze_files
 from rewardgym.analysis.document import Settings
-from rewardgym.analysis.scan import Scan
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.run_files import OptionalInputsOpt, RolloutsOpt
 from rewardgym.errors import UsageError
@@ -111,13 +110,6 @@ def print_result(result: AnalyzeResult) -> None:
         console.print(line, markup=False)
     for path in result.written:
         console.print(f"Wrote {path}", markup=False)
-
-
-def report_after_profile(
-    inputs: Path, rollouts: Path, scan: Scan | None = None, materialized: int | None = None
-) -> None:
-    """``gym eval profile --report``: analyze the profiled run with default settings and print it."""
-    print_result(analyze_files(inputs, rollouts, scan=scan, materialized=materialized))
 
 
 def health_after_run(rollouts: Path) -> None:
