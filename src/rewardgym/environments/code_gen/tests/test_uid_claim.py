@@ -11,6 +11,10 @@ import pytest
 from rewardgym.environments.code_gen.uid_claim import SEARCH, claim_uid, release_uid
 
 BASE = 61000  # away from the servers' default base, so a test never blocks a real sandbox
+# Claims are host-wide: each test searches its own range, so tests running at once on other pytest-xdist
+# workers (the last one holds every uid of its range) never see each other's claims.
+DEAD_HOLDER_BASE = BASE + SEARCH
+EXHAUSTED_BASE = BASE + 2 * SEARCH
 
 
 def test_claims_are_exclusive_and_prefer_the_slot() -> None:
@@ -31,21 +35,21 @@ def test_a_claim_held_by_another_process_is_skipped_and_freed_by_its_death() -> 
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys; from rewardgym.environments.code_gen.uid_claim import claim_uid;"
-         f"uid, fd = claim_uid({BASE}, 7); print(uid, flush=True); sys.stdin.read()"],
+         f"uid, fd = claim_uid({DEAD_HOLDER_BASE}, 7); print(uid, flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
         assert holder.stdout is not None
-        assert int(holder.stdout.readline()) == BASE + 7
-        uid, fd = claim_uid(BASE, 7)
+        assert int(holder.stdout.readline()) == DEAD_HOLDER_BASE + 7
+        uid, fd = claim_uid(DEAD_HOLDER_BASE, 7)
         release_uid(fd)
-        assert uid != BASE + 7
+        assert uid != DEAD_HOLDER_BASE + 7
     finally:
         holder.kill()
         holder.wait()
-    uid, fd = claim_uid(BASE, 7)  # the kernel dropped the dead holder's lock
+    uid, fd = claim_uid(DEAD_HOLDER_BASE, 7)  # the kernel dropped the dead holder's lock
     release_uid(fd)
-    assert uid == BASE + 7
+    assert uid == DEAD_HOLDER_BASE + 7
 
 
 def test_every_uid_held_is_an_error() -> None:
@@ -53,7 +57,7 @@ def test_every_uid_held_is_an_error() -> None:
     try:
         with pytest.raises(RuntimeError, match="in use on this machine"):
             for _ in range(SEARCH + 1):
-                held.append(claim_uid(BASE)[1])
+                held.append(claim_uid(EXHAUSTED_BASE)[1])
     finally:
         for fd in held:
             release_uid(fd)
