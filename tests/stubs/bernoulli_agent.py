@@ -20,16 +20,13 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
-import os
-import subprocess
 import sys
-import threading
-import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
+
+from tests.stubs.stub_process import StubProcess, launch_stub
 
 READY_PREFIX = "bernoulli agent listening on "
 
@@ -103,54 +100,13 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(serve(args.port, args.delay_ms / 1000, args.seed))
 
 
-class BernoulliAgent:
+class BernoulliAgent(StubProcess):
     """A running Bernoulli agent process."""
-
-    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
-        self.proc = proc
-        self.url = url
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def __enter__(self) -> BernoulliAgent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def start_bernoulli_agent(*args: str, timeout_s: float = 30.0) -> BernoulliAgent:
     """Start ``python -m tests.stubs.bernoulli_agent <args>`` on a free port and wait until it listens."""
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.stubs.bernoulli_agent", "--port", "0", *args],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout_s
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        if line.startswith(READY_PREFIX):
-            threading.Thread(target=proc.stdout.read, daemon=True).start()
-            return BernoulliAgent(proc, line[len(READY_PREFIX) :].strip())
-        lines.append(line)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError("bernoulli agent did not start:\n" + "".join(lines))
+    return BernoulliAgent(*launch_stub("bernoulli_agent", READY_PREFIX, args, timeout_s=timeout_s))
 
 
 if __name__ == "__main__":

@@ -17,16 +17,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
-import subprocess
 import sys
-import threading
-import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
+
+from tests.stubs.stub_process import StubProcess, launch_stub
 
 READY_PREFIX = "bulky agent listening on "
 
@@ -102,54 +99,13 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(serve(args.port, args.pad_bytes, args.delay_ms / 1000))
 
 
-class BulkyAgent:
+class BulkyAgent(StubProcess):
     """A running bulky agent process."""
-
-    def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
-        self.proc = proc
-        self.url = url
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def __enter__(self) -> BulkyAgent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def start_bulky_agent(*args: str, timeout_s: float = 30.0) -> BulkyAgent:
     """Start ``python -m tests.stubs.bulky_agent <args>`` on a free port and wait until it listens."""
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.stubs.bulky_agent", "--port", "0", *args],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout_s
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        if line.startswith(READY_PREFIX):
-            threading.Thread(target=proc.stdout.read, daemon=True).start()
-            return BulkyAgent(proc, line[len(READY_PREFIX) :].strip())
-        lines.append(line)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError("bulky agent did not start:\n" + "".join(lines))
+    return BulkyAgent(*launch_stub("bulky_agent", READY_PREFIX, args, timeout_s=timeout_s))
 
 
 if __name__ == "__main__":

@@ -54,13 +54,11 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
-import os
 import re
 import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections import Counter
@@ -73,6 +71,7 @@ import httptools
 import orjson
 
 from tests.stubs.openai_stub import OpenAIStub, StubState
+from tests.stubs.stub_process import StubProcess, launch_stub
 
 KINDS = (
     "500", "502", "503", "504", "401", "429", "429_bare", "hang", "reset", "malformed", "missing",
@@ -494,12 +493,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ client
-class FaultUpstream:
+class FaultUpstream(StubProcess):
     """A running fault upstream process (see :func:`start_fault_upstream`)."""
 
     def __init__(self, proc: subprocess.Popen[str], url: str) -> None:
-        self.proc = proc
-        self.url = url
+        super().__init__(proc, url)
         self.base_url = f"{url}/v1"
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -534,48 +532,10 @@ class FaultUpstream:
     def pid(self) -> int:
         return self.proc.pid
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def __enter__(self) -> FaultUpstream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 def start_fault_upstream(*args: str, cwd: Path | None = None, timeout_s: float = 30.0) -> FaultUpstream:
     """Start ``python -m tests.stubs.fault_upstream <args>`` on a free port and wait until it listens."""
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.stubs.fault_upstream", "--port", "0", *args],
-        cwd=cwd or root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout_s
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()  # the process prints its URL first, or exits with its error
-        if not line:
-            break
-        if line.startswith(READY_PREFIX):
-            # Keep draining its output so a chatty process never blocks on a full pipe.
-            threading.Thread(target=proc.stdout.read, daemon=True).start()
-            return FaultUpstream(proc, line[len(READY_PREFIX) :].strip())
-        lines.append(line)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError("fault upstream did not start:\n" + "".join(lines))
+    return FaultUpstream(*launch_stub("fault_upstream", READY_PREFIX, args, cwd=cwd, timeout_s=timeout_s))
 
 
 if __name__ == "__main__":
