@@ -8,20 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from rewardgym.analysis import analyze_files
 from tests.analysis.helpers import inputs_for, rollout, write
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
+from tests.browser import open_offline
 
 
 @pytest.fixture(scope="module")
@@ -51,20 +42,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser_page(report: Path) -> Iterator[tuple[Page, list[str], list[str]]]:
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is missing: run 'make install' (it installs it when absent)")
-    errors: list[str] = []
-    requests: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("request", lambda request: requests.append(request.url))
-        page.goto(report.as_uri())
-        page.wait_for_selector("#spacer .row")
-        yield page, errors, requests
-        browser.close()
+    with open_offline(report, "#spacer .row") as opened:
+        yield opened
 
 
 def _visible_tasks(page: Page) -> list[str]:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from rewardgym.compare import Settings, compare_files
-from tests.analysis.test_report_browser import ARGS, CHROMIUM
+from tests.browser import open_offline
 from tests.compare.helpers import task_rows, write_run
 
 
@@ -40,20 +40,8 @@ def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser_page(page_file: Path) -> Iterator[tuple[Page, list[str], list[str]]]:
-    if not CHROMIUM.exists():
-        pytest.fail("Debian's chromium is missing: run 'make install' (it installs it when absent)")
-    errors: list[str] = []
-    requests: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 900})
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("request", lambda request: requests.append(request.url))
-        page.goto(page_file.as_uri())
-        page.wait_for_selector("#changed-body tr")
-        yield page, errors, requests
-        browser.close()
+    with open_offline(page_file, "#changed-body tr") as opened:
+        yield opened
 
 
 def _transitions(page: Page) -> list[str]:
