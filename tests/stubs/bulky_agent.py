@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import sys
 from typing import Any
 
-import orjson
 from aiohttp import web
 
+from tests.stubs.stub_agent import build_agent_app, serve_agent
 from tests.stubs.stub_process import StubProcess, launch_stub
 
 READY_PREFIX = "bulky agent listening on "
@@ -35,58 +34,19 @@ def expected_reward(task_index: int, rollout_index: int) -> float:
 
 def build_app(pad_bytes: int, delay_s: float) -> web.Application:
     pad = "x" * pad_bytes
-    urls: dict[str, str] = {}
 
-    async def instances(_request: web.Request) -> web.Response:
-        record = {
-            "name": "agent",
-            "kind": "responses_api_agents",
-            "implementation": "bulky",
-            "url": urls["self"],
-        }
-        return web.Response(
-            body=orjson.dumps([{**record, "status": "ready"}]), content_type="application/json"
-        )
-
-    async def run(request: web.Request) -> web.Response:
-        row = orjson.loads(await request.read())
-        if delay_s:
-            await asyncio.sleep(delay_s)  # simulated work, not synchronisation
-        result: dict[str, Any] = {
+    def result_of(row: dict[str, Any]) -> dict[str, Any]:
+        return {
             "reward": expected_reward(row["_ng_task_index"], row["_ng_rollout_index"]),
             "echo": row.get("responses_create_params"),
             "pad": pad,
         }
-        return web.Response(body=orjson.dumps(result), content_type="application/json")
 
-    async def aggregate(request: web.Request) -> web.Response:
-        rows = orjson.loads(await request.read())["verify_responses"]
-        mean = sum(r["reward"] for r in rows) / max(1, len(rows))
-        metrics = {"mean/reward": mean, "count": len(rows)}
-        return web.Response(
-            body=orjson.dumps({"agent_metrics": metrics, "key_metrics": metrics}),
-            content_type="application/json",
-        )
-
-    app = web.Application(client_max_size=1 << 30)
-    app.router.add_get("/server_instances", instances)
-    app.router.add_post("/run", run)
-    app.router.add_post("/aggregate_metrics", aggregate)
-    app["urls"] = urls
-    return app
+    return build_agent_app("bulky", result_of, delay_s, max_body=1 << 30)
 
 
 async def serve(port: int, pad_bytes: int, delay_s: float) -> None:
-    app = build_app(pad_bytes, delay_s)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port)
-    await site.start()
-    bound = int(runner.addresses[0][1])
-    app["urls"]["self"] = f"http://127.0.0.1:{bound}"
-    sys.stdout.write(f"{READY_PREFIX}http://127.0.0.1:{bound}\n")
-    sys.stdout.flush()
-    await asyncio.Event().wait()
+    await serve_agent(build_app(pad_bytes, delay_s), port, READY_PREFIX)
 
 
 def main(argv: list[str] | None = None) -> None:
