@@ -45,7 +45,7 @@ from rewardgym.errors import ConfigError, ServerError
 from rewardgym.http.errors import UpstreamError
 from rewardgym.launch.child_spec import ChildSpec
 from rewardgym.launch.probe import http_status
-from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions, all_or_first_error
+from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 STATUS_TIMEOUT_S = 2.0
 POLL_S = 0.5
@@ -190,17 +190,9 @@ class RaySupervisor(Supervisor):
             await self._place()
             await self._start_head()
             await self._start_servers()
-            try:
-                await all_or_first_error(
-                    [
-                        *(self._wait_ready_ray(i) for i in range(len(self._children))),
-                        *(self._wait_upstream(url) for url in self.options.upstreams),
-                    ]
-                )
-            except ChildFailure:
-                if preflight is not None:
-                    preflight()
-                raise
+            await self._wait_all_ready(
+                [self._wait_ready_ray(i) for i in range(len(self._children))], preflight
+            )
         except BaseException:
             await self.stop()
             raise

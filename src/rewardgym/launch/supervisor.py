@@ -189,19 +189,22 @@ class Supervisor:
                 for child in self._children:
                     await self._spawn(child)
                 await self._start_head()
-            try:
-                await all_or_first_error(
-                    [
-                        *(self._wait_ready(child) for child in self._children),
-                        *(self._wait_upstream(url) for url in self.options.upstreams),
-                    ]
-                )
-            except ChildFailure:
-                if preflight is not None:
-                    preflight()
-                raise
+            await self._wait_all_ready([self._wait_ready(child) for child in self._children], preflight)
         except BaseException:
             await self.stop()
+            raise
+
+    async def _wait_all_ready(
+        self, servers: list[Coroutine[Any, Any, None]], preflight: Callable[[], Any] | None
+    ) -> None:
+        """Wait for every server (``servers``) and every upstream; on a child's death, ``preflight`` first."""
+        try:
+            await all_or_first_error(
+                [*servers, *(self._wait_upstream(url) for url in self.options.upstreams)]
+            )
+        except ChildFailure:
+            if preflight is not None:
+                preflight()
             raise
 
     def _check_ports(self) -> None:
