@@ -96,25 +96,122 @@ def test_while_reading_runs_during_the_read(tmp_path: Path) -> None:
     assert calls == ["called"]
 
 
-def test_agent_indices_of_a_chunk_with_several_agents_and_none() -> None:
-    from rewardgym.analysis.extract import extract_row
-    from rewardgym.analysis.scan import _to_arrays
+def test_agent_indices_of_chunks_with_several_agents_and_none() -> None:
+    from rewardgym.analysis.extract import extract_row, pack_row
+    from rewardgym.analysis.scan import _finish_rows, merge_parts
 
-    names = ["b", None, "a", "b", None]
-    rows = []
-    for i, name in enumerate(names):
-        row = rollout(i, 0)
-        if name is None:
-            del row["agent_ref"]
-        else:
-            row["agent_ref"] = {"name": name}
-        fields = extract_row(row)
-        assert not isinstance(fields, str)
-        rows.append(fields)
-    arrays = _to_arrays(rows)
-    assert arrays["agent_names"] == ["a", "b"]
-    assert arrays["agent"].tolist() == [1, -1, 0, 1, -1]
-    single = _to_arrays(rows[:1] * 3)
-    assert single["agent_names"] == ["b"] and single["agent"].tolist() == [0, 0, 0]
-    nobody = _to_arrays([rows[1]] * 2)
-    assert nobody["agent_names"] == [] and nobody["agent"].tolist() == [-1, -1]
+    def part(names: list[str | None], first: int) -> dict[str, object]:
+        records = []
+        for i, name in enumerate(names):
+            row = rollout(first + i, 0)
+            if name is None:
+                del row["agent_ref"]
+            else:
+                row["agent_ref"] = {"name": name}
+            record = pack_row(row)
+            assert isinstance(record, bytes)
+            fields = extract_row(row)
+            assert not isinstance(fields, str) and fields[15] == name  # the tuple form names the agent
+            records.append(record)
+        return _finish_rows(records, list(range(len(records))))
+
+    # Parts as two workers make them: each with its own name table (indices in order of first use).
+    parts = [part(["b", None, "zz-a", "b", None], 0), part(["zz-a", "c"], 5), part([None, None], 7)]
+    merged = merge_parts(Path("run.jsonl"), parts)
+    assert merged.unreadable == []
+    columns = merged.sorted().columns
+    named = [columns.agents[i] if i >= 0 else None for i in columns.agent.tolist()]
+    assert named == ["b", None, "zz-a", "b", None, "zz-a", "c", None, None]
+    assert sorted(columns.agents) == sorted(set(columns.agents))
+
+
+def test_an_index_beyond_64_bits_is_a_key_problem_not_a_crash() -> None:
+    from rewardgym.analysis.extract import pack_row
+
+    problem = pack_row(rollout(2**63, 0))
+    assert isinstance(problem, str) and "_ng_task_index" in problem
+
+
+def _variants() -> list[dict[str, object]]:
+    """Rows of many layouts: every rule the per-layout record decides once (token keys and their types,
+    the caps, the answer, the mask, the agent, ng_perf) and the response shapes it hands back."""
+    rows: list[dict[str, object]] = []
+    usages: list[dict[str, object] | None] = [
+        {"input_tokens": 20, "output_tokens": 50, "total_tokens": 70},
+        {"input_tokens": 20.0, "output_tokens": 50.5},
+        {"prompt_tokens": 7, "completion_tokens": 9},
+        {"input_tokens": None, "prompt_tokens": 7, "output_tokens": True, "completion_tokens": 3},
+        {"total_tokens": 12, "_private": 1},
+        {"input_tokens": 1, "output_tokens": 2, "total_tokens": "x"},
+        {},
+        None,
+    ]
+    texts = ["plain", "  padded  ", "", "\n"]
+    for u, usage in enumerate(usages):
+        for t, text in enumerate(texts):
+            row = rollout(u * 10 + t, 0, text=text, extracted=[None, "", "  ", "B", 3][(u + t) % 5])
+            response = row["response"]
+            assert isinstance(response, dict)
+            if usage is None:
+                del response["usage"]
+            else:
+                response["usage"] = usage
+            if t % 2:
+                response["max_output_tokens"] = 64 if u % 2 else 64.0
+            if u % 3 == 0:
+                row["responses_create_params"] = {"max_tokens": 32} if t % 3 else {"max_output_tokens": None}
+            if u % 4 == 1:
+                row["ng_perf"] = {"num_turns": 3}
+            if u % 4 == 2:
+                row["agent_ref"] = "not a dict"
+            if t == 3:
+                row["mask_sample"] = u % 2 == 0
+                del row["extracted_answer"]
+            if u == 5:
+                row["reward"] = True
+            if u == 6:
+                response["status"] = "incomplete"
+                response["incomplete_details"] = {"reason": "length"}
+            rows.append(row)
+    odd = rollout(99, 0)  # a response the specialised path hands back: reasoning, a tool call, two parts
+    odd["response"]["output"] = [  # type: ignore[index]
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": " why "}]},
+        {"type": "function_call", "name": "f", "arguments": "{}"},
+        {"type": "message", "content": [{"type": "output_text", "text": "a"}, {"text": "b "}]},
+    ]
+    rows.append(odd)
+    return rows
+
+
+def test_the_per_layout_record_equals_pack_row() -> None:
+    from rewardgym.analysis.extract import pack_row
+    from rewardgym.analysis.record_layouts import layout_record
+    from rewardgym.profile.read.row_layouts import usage_of
+
+    checked = 0
+    for row in _variants():
+        usage = usage_of(row)
+        record = layout_record(row, usage)
+        assert record is not None
+        values = [*row.values(), *(usage.values() if usage is not None else ())]
+        assert record(row, *values) == pack_row(row), row
+        checked += 1
+    assert checked == 33
+
+
+def test_hook_columns_equal_the_analysis_read_on_many_layouts(tmp_path: Path) -> None:
+    rows = _variants()
+    inputs, rollouts = tmp_path / "run_materialized_inputs.jsonl", tmp_path / "run.jsonl"
+    keys = sorted({(int(r["_ng_task_index"]), k) for r in rows for k in (0, 1)})  # type: ignore[call-overload]
+    inputs.write_bytes(
+        b"".join(
+            orjson.dumps({"_ng_task_index": t, "_ng_rollout_index": r, "agent_ref": {"name": "a"}}) + b"\n"
+            for t, r in keys
+        )
+    )
+    # Each row twice in a row (repeats 0 and 1): the second of a layout takes the compiled fast path.
+    rollouts.write_bytes(
+        b"".join(orjson.dumps({**row, "_ng_rollout_index": k}) + b"\n" for row in rows for k in (0, 1))
+    )
+    result = profile_files(inputs, rollouts, tuning=Tuning(workers=1), row_hook=ROW_HOOK, allow_partial=True)
+    _assert_same_scan(rollouts, result.row_parts)

@@ -11,9 +11,11 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
   ``<stem>_quality_summary.json`` and (``report=True``) ``<stem>_report.html``; ``health_only=True``
   writes just the two health files; ``scan`` is an already-read rollouts file and ``materialized`` the
   number of materialized rollouts when already known (``profile --report``: the profile counted them);
-  ``before_writing`` is called once the analysis is computed and ``<stem>_analysis.json`` written to its
-  temp file, before any file is in place (``profile --report`` holds a forked analysis there until the
-  profile is written; an exception there removes the temp file).
+  ``before_writing`` is called once the analysis is computed and every file written to its temp file
+  (but the report's last part: the profile's metrics, read after it), before any file is in place
+  (``profile --report`` holds a forked analysis there until the profile is written; an exception
+  there removes the temp files). ``fork_writer=False`` writes the verdicts file in this process even at
+  scale (a caller that already runs beside other busy processes: one more would only add memory).
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def analyze_files(
     scan: Scan | None = None,
     materialized: int | None = None,
     before_writing: Callable[[], object] | None = None,
+    fork_writer: bool = True,
 ) -> AnalyzeResult:
     """Analyze one run and write its files (see module doc)."""
     started = time.perf_counter()
@@ -147,33 +150,50 @@ def analyze_files(
     )
     analysis = analyze_columns(scan.columns, settings, facts)
     written: list[Path] = []
+    # Every file is written to its temp file first and renamed into place only when the block ends,
+    # after ``before_writing`` (the gate of ``profile --report``): all the writing is done while the
+    # profile may still be running, nothing is in place before it is written, and an error anywhere
+    # (or no go) leaves no file behind.
     with contextlib.ExitStack() as stack:
-        if not health_only:  # written here, renamed into place when the block ends (after the gate)
-            write_document(stack.enter_context(atomic_writer(paths.analysis)), analysis.document)
-            written.append(paths.analysis)
+
+        def temp(path: Path) -> IO[bytes]:
+            written.append(path)
+            return stack.enter_context(atomic_writer(path))
+
+        if not health_only:
+            write_document(temp(paths.analysis), analysis.document)
+        verdicts_file = temp(paths.verdicts)
+
+        def verdicts() -> None:
+            write_verdicts(verdicts_file, scan.columns, analysis.health, scan.unreadable, str(rollouts))
+            verdicts_file.flush()  # a forked child ends with os._exit, which flushes nothing
+
+        # At scale the verdicts file (a pure function of the columns, written alone) is written by a
+        # forked child while this process writes the rest: the second core is otherwise idle here. It
+        # forks before this process writes to the file, so the file's buffer it inherits is empty.
+        big = len(scan.columns) >= FORK_FROM
+        child = _start(verdicts) if fork_writer and not health_only and big else None
+        finish_report: Callable[[], None] | None = None
+        try:
+            if child is None:
+                verdicts()
+            summary = health_summary(scan.columns, analysis.health, len(scan.unreadable))
+            write_summary(temp(paths.quality), summary)
+            del summary
+            if report and not health_only:
+                from rewardgym.analysis.report import start_report
+
+                finish_report = start_report(temp(paths.report), paths, analysis, scan)
+        finally:
+            if child is not None and not _finished(child):
+                # the child failed: again here, where an error surfaces with its own message
+                verdicts_file.seek(0)
+                verdicts_file.truncate()
+                verdicts()
         if before_writing is not None:
             before_writing()
-
-    def verdicts() -> None:
-        write_verdicts(paths.verdicts, scan.columns, analysis.health, scan.unreadable, str(rollouts))
-
-    # At scale the verdicts file (a pure function of the columns, written alone) is written by a forked
-    # child while this process writes the rest: the second core is otherwise idle here.
-    child = _start(verdicts) if not health_only and len(scan.columns) >= FORK_FROM else None
-    try:
-        if child is None:
-            verdicts()
-        write_summary(paths.quality, health_summary(scan.columns, analysis.health, len(scan.unreadable)))
-        if report and not health_only:
-            from rewardgym.analysis.report import write_report
-
-            write_report(paths, analysis, scan)
-    finally:
-        if child is not None and not _finished(child):
-            verdicts()  # the child failed: again here, where an error surfaces with its own message
-    written += [paths.verdicts, paths.quality]
-    if report and not health_only:
-        written.append(paths.report)
+        if finish_report is not None:
+            finish_report()  # the profile's metrics, written by now
     return AnalyzeResult(analysis, scan, paths, tuple(written), time.perf_counter() - started)
 
 

@@ -1,13 +1,14 @@
 """The per-rollout columns every analysis runs on (plain numpy arrays; no I/O).
 
 Contract: one :class:`RolloutColumns` holds one entry per rollout line, **sorted by (task, rollout)**
-(:func:`sorted_columns` sorts any instance). Missing numbers are NaN; flags are booleans; the text hash
-is 0 for an empty response. :func:`task_segments` gives the start of each task's run of rows.
+(the reader sorts them: :meth:`rewardgym.analysis.scan.Merged.sorted`). Missing numbers are NaN; flags
+are booleans; the text hash is 0 for an empty response. :func:`task_segments` gives the start of each
+task's run of rows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -71,15 +72,6 @@ class RolloutColumns:
         with np.errstate(invalid="ignore"):
             at_cap = np.isfinite(self.cap) & (self.output_tokens >= self.cap)
         return np.asarray(self.incomplete | at_cap, dtype=np.bool_)
-
-
-def sorted_columns(columns: RolloutColumns) -> RolloutColumns:
-    """The same columns ordered by (task, rollout, line)."""
-    order = np.lexsort((columns.line, columns.rollout, columns.task))
-    if bool(np.all(order[1:] > order[:-1])):
-        return columns
-    changes = {f.name: getattr(columns, f.name)[order] for f in fields(columns) if f.name != "agents"}
-    return replace(columns, **changes)
 
 
 def task_segments(task: IntArray) -> tuple[IntArray, IntArray]:

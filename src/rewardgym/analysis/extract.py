@@ -13,7 +13,10 @@ which is all the identical-repeats check needs.
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
+
+from rewardgym.profile.read.extract import KeyProblem, row_key
 
 TASK_INDEX = "_ng_task_index"
 ROLLOUT_INDEX = "_ng_rollout_index"
@@ -42,12 +45,20 @@ FIELDS = (
 Row = tuple[
     int, int, float, float, float, float, float, bool, int, int, int, float, int, int, bool, str | None, bool
 ]
+RECORD = struct.Struct("<qqddddd?qqqdbQ?q?")
+"""One row's :data:`FIELDS` packed (the agent as an index into :func:`agent_names`): packing the values
+straight from the parsed row costs less than a tuple of them, and a chunk's records joined are its table
+(see :data:`rewardgym.analysis.scan.RECORD_DTYPE`) without any conversion."""
+_pack = RECORD.pack
+_AGENT = FIELDS.index("agent")
+_AGENT_INDEX: dict[str, int] = {}
+_AGENT_NAMES: list[str] = []
 NAN = math.nan
-_MASK = (1 << 64) - 1
+HASH_MASK = (1 << 64) - 1
 _ABSENT = object()
 
 
-def _number(value: Any) -> float:
+def number(value: Any) -> float:
     if type(value) is int or type(value) is float:
         return float(value)
     return NAN
@@ -94,11 +105,92 @@ def response_text(row: dict[str, Any]) -> tuple[str, str]:
     return "".join(texts), "".join(reasoning)
 
 
-def extract_row(row: dict[str, Any]) -> Row | str:
-    """The analysis fields of one rollout row, or what is wrong with its key.
+def _record(row: dict[str, Any]) -> bytes | str:
+    """The analysis fields of one rollout row packed, or what is wrong with its key.
 
-    Written flat (local lookups, no helper calls on the common path): it runs once per rollout line.
+    It runs once per rollout line, so the usual row — integer keys and token counts, one message of one
+    text part — is read here with direct indexing and no other branch; any other row (a missing key, a
+    null, a list of several items…) takes :func:`_extract_any`, which applies every rule. Both give the
+    same fields for a row of the usual shape (tested).
     """
+    try:
+        task = row[TASK_INDEX]
+        rollout = row[ROLLOUT_INDEX]
+        response = row["response"]
+        usage = response["usage"]
+        tokens_in: Any = usage["input_tokens"]
+        tokens_out: Any = usage["output_tokens"]
+        total: Any = usage["total_tokens"]
+        output = response["output"]
+        item = output[0]
+        content = item["content"]
+        text = content[0]["text"]
+    except (KeyError, TypeError, IndexError):
+        return _extract_any(row)
+    if not (
+        type(task) is int
+        and type(rollout) is int
+        and type(response) is dict
+        and type(usage) is dict
+        and type(tokens_in) is int
+        and type(tokens_out) is int
+        and type(total) is int
+        and type(output) is list
+        and len(output) == 1
+        and type(item) is dict
+        and item.get("type") == "message"
+        and type(content) is list
+        and len(content) == 1
+        and type(content[0]) is dict
+        and type(text) is str
+    ):
+        return _extract_any(row)
+    raw: Any = row.get("reward")
+    kind = type(raw)
+    cap: Any = response.get("max_output_tokens")
+    if type(cap) is not int and type(cap) is not float:
+        cap = NAN
+        params = row.get("responses_create_params")
+        if type(params) is dict:
+            value: Any = params.get("max_output_tokens", _ABSENT)
+            if value is _ABSENT:
+                value = params.get("max_tokens")
+            if type(value) is int or type(value) is float:
+                cap = value
+    details = response.get("incomplete_details")
+    if text and (text[0].isspace() or text[-1].isspace()):
+        text = text.strip()
+    perf = row.get("ng_perf")
+    agent_ref = row.get("agent_ref")
+    if "extracted_answer" in row:
+        value = row["extracted_answer"]
+        extracted = 0 if value is None or (type(value) is str and not value.strip()) else 1
+    else:
+        extracted = -1
+    return _pack(
+        task,
+        rollout,
+        raw if kind is float or kind is int or kind is bool else NAN,
+        tokens_in,
+        tokens_out,
+        total,
+        cap,
+        response.get("status") == "incomplete"
+        or (type(details) is dict and details.get("reason") in LENGTH_REASONS),
+        len(text),
+        0,
+        0,
+        number(perf.get("num_turns")) if type(perf) is dict else NAN,
+        extracted,
+        (hash(text) & HASH_MASK) or 1 if text else 0,
+        row.get("mask_sample"),
+        agent_index(agent_ref.get("name")) if type(agent_ref) is dict else -1,
+        True,
+    )
+
+
+def _extract_any(row: dict[str, Any]) -> bytes | str:
+    """:func:`extract_row` for a row of any shape: every rule of the module doc, checked as it goes."""
     task = row.get(TASK_INDEX)
     rollout = row.get(ROLLOUT_INDEX)
     if type(task) is not int:
@@ -174,7 +266,7 @@ def extract_row(row: dict[str, Any]) -> Row | str:
             if type(value) is int or type(value) is float:
                 cap = float(value)
     perf = row.get("ng_perf")
-    turns = _number(perf.get("num_turns")) if type(perf) is dict else NAN
+    turns = number(perf.get("num_turns")) if type(perf) is dict else NAN
     agent_ref = row.get("agent_ref")
     agent = agent_ref.get("name") if type(agent_ref) is dict else None
     if "extracted_answer" in row:
@@ -182,7 +274,7 @@ def extract_row(row: dict[str, Any]) -> Row | str:
         extracted = 0 if value is None or (type(value) is str and not value.strip()) else 1
     else:
         extracted = -1
-    return (
+    return _pack(
         task,
         rollout,
         reward,
@@ -196,8 +288,46 @@ def extract_row(row: dict[str, Any]) -> Row | str:
         calls,
         turns,
         extracted,
-        (hash(text) & _MASK) or 1 if text else 0,
-        bool(row.get("mask_sample")),
-        agent if type(agent) is str else None,
+        (hash(text) & HASH_MASK) or 1 if text else 0,
+        row.get("mask_sample"),
+        agent_index(agent) if type(agent) is str else -1,
         type(response) is dict,
     )
+
+
+def agent_index(name: Any) -> int:
+    """The index of agent name ``name`` in this process's table (-1: not a name), added when new."""
+    if type(name) is not str:
+        return -1
+    index = _AGENT_INDEX.get(name)
+    if index is None:
+        index = _AGENT_INDEX[name] = len(_AGENT_NAMES)
+        _AGENT_NAMES.append(name)
+    return index
+
+
+def agent_names() -> list[str]:
+    """This process's agent-name table so far (a copy): the names the records' agent indices point at."""
+    return list(_AGENT_NAMES)
+
+
+def pack_row(row: dict[str, Any]) -> bytes | str:
+    """The analysis fields of one rollout row as one :data:`RECORD`, or what is wrong with its key."""
+    try:
+        return _record(row)
+    except struct.error:  # an index beyond the 64-bit range (the profile reports the same line)
+        key = row_key(row)
+        return key.message if isinstance(key, KeyProblem) else "an index is out of range"
+
+
+def extract_row(row: dict[str, Any]) -> Row | str:
+    """The analysis fields of one rollout row as a tuple (:data:`FIELDS`: numbers as floats, the agent's
+    name), or what is wrong with its key."""
+    record = pack_row(row)
+    if isinstance(record, str):
+        return record
+    fields = RECORD.unpack(record)
+    agent = fields[_AGENT]
+    named = _AGENT_NAMES[agent] if agent >= 0 else None
+    row_fields: Row = (*fields[:_AGENT], named, *fields[_AGENT + 1 :])
+    return row_fields

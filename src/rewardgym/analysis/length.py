@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
+from rewardgym.analysis.signed_rank import wilcoxon_p
 
 
 def _ratio(top: float, bottom: float) -> float | None:
@@ -120,11 +121,7 @@ def _within(tokens: FloatArray, passed: BoolArray, task_pos: IntArray) -> dict[s
                 "wilcoxon_p": None}  # fmt: skip
     diffs = medians[both + 1] - medians[both]
     nonzero = diffs[diffs != 0]
-    p_value = None
-    if nonzero.shape[0] > 0:
-        from scipy import stats  # lazily: scipy takes ~0.4 s to import
-
-        p_value = float(stats.wilcoxon(nonzero).pvalue)
+    p_value = wilcoxon_p(nonzero) if nonzero.shape[0] > 0 else None
     return {
         "tasks": int(diffs.shape[0]),
         "median_difference": float(np.median(diffs)),

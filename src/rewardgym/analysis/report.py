@@ -1,6 +1,8 @@
 """``<stem>_report.html``: one self-contained page (inline CSS, inline SVG charts, one inline script).
 
-Contract of :func:`write_report(paths, analysis, scan)`: writes the page by temp file + rename. It holds
+Contract of :func:`start_report(handle, paths, analysis, scan)`: writes the page to ``handle`` (the
+caller's temp file) in two steps — all but the profile's metrics now, the rest when the returned call is
+made. It holds
 run identity and counts, the health verdict and findings with example rollouts, the band histogram
 (settled tasks darker), the GRPO forecast curve, reward-vs-length charts, the profile's agent- and
 repeat-level metrics (when the profile files sit beside the rollouts) and a task browser over every task.
@@ -12,9 +14,10 @@ page loads nothing from anywhere: no CDN, no font, no request.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import orjson
@@ -25,7 +28,6 @@ from rewardgym.analysis.extract import response_text
 from rewardgym.analysis.report_page import CSS, JS
 from rewardgym.analysis.scan import Scan
 from rewardgym.analysis.sidecars import AnalysisPaths, read_json
-from rewardgym.io.outputs import atomic_write_bytes
 from rewardgym.profile import BAND_LABELS
 
 TEXT_ROLLOUTS = 2000
@@ -206,6 +208,47 @@ def _browser() -> str:
     )
 
 
+def _opening(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> list[bytes]:
+    """The page up to the profile's metrics: everything the analysis alone decides, the task data last."""
+    from rewardgym.analysis.report_sections import bands_section, grpo_section, length_section
+
+    doc = analysis.document
+    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    head = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src'
+        " 'unsafe-inline'; "
+        "script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>rewardgym analysis</title><style>{CSS}</style></head><body>"
+    )
+    body = (
+        f"<header><h1>rewardgym analysis — {escape(Path(doc['run']['rollouts_file']).name)}</h1>"
+        f"<div class=muted>{escape(doc['run']['rollouts_file'])} · generated {generated}</div"
+        f">{_facts(doc)}</header>"
+        f"<main><section id=health><h2>Health</h2>{_findings(analysis, columns, texts)}</section>"
+        f"<section id=bands>{bands_section(doc)}</section><section id=grpo>{grpo_section(doc)}</section>"
+        f"<section id=length>{length_section(doc, analysis)}</section>"
+    )
+    # The task data (inert JSON, read by the script at the end) sits before the metrics section so that
+    # all of the page but the profile's metrics can be written before the profile has written them.
+    return [
+        (head + body).encode(),
+        b'<script type="application/json" id="report-data">',
+        _data(analysis, columns, texts),
+        b"</script>",
+    ]
+
+
+def _closing(agent_metrics: Any, repeat_metrics: Any) -> bytes:
+    """The rest of the page: the profile's metrics, the task browser and the script."""
+    from rewardgym.analysis.report_sections import metrics_section
+
+    return (
+        f"<section id=metrics>{metrics_section(agent_metrics, repeat_metrics)}</section>"
+        f"<section id=tasks>{_browser()}</section></main><script>{JS}</script></body></html>\n"
+    ).encode()
+
+
 def render_report(
     analysis: Analysis,
     columns: RolloutColumns,
@@ -214,49 +257,20 @@ def render_report(
     repeat_metrics: Any,
 ) -> bytes:
     """The whole page (pure)."""
-    from rewardgym.analysis.report_sections import (
-        bands_section,
-        grpo_section,
-        length_section,
-        metrics_section,
-    )
-
-    doc = analysis.document
-    generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    body = (
-        f"<header><h1>rewardgym analysis — {escape(Path(doc['run']['rollouts_file']).name)}</h1>"
-        f"<div class=muted>{escape(doc['run']['rollouts_file'])} · generated {generated}</div"
-        f">{_facts(doc)}</header>"
-        f"<main><section id=health><h2>Health</h2>{_findings(analysis, columns, texts)}</section>"
-        f"<section id=bands>{bands_section(doc)}</section><section id=grpo>{grpo_section(doc)}</section>"
-        f"<section id=length>{length_section(doc, analysis)}</section>"
-        f"<section id=metrics>{metrics_section(agent_metrics, repeat_metrics)}</section>"
-        f"<section id=tasks>{_browser()}</section></main>"
-    )
-    head = (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src'
-        " 'unsafe-inline'; "
-        "script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>rewardgym analysis</title><style>{CSS}</style></head><body>"
-    )
-    data = _data(analysis, columns, texts)
-    return (
-        head.encode()
-        + body.encode()
-        + b'<script type="application/json" id="report-data">'
-        + data
-        + b"</script><script>"
-        + JS.encode()
-        + b"</script></body></html>\n"
-    )
+    return b"".join([*_opening(analysis, columns, texts), _closing(agent_metrics, repeat_metrics)])
 
 
-def write_report(paths: AnalysisPaths, analysis: Analysis, scan: Scan) -> None:
-    """Write ``<stem>_report.html`` (see module doc)."""
+def start_report(
+    handle: IO[bytes], paths: AnalysisPaths, analysis: Analysis, scan: Scan
+) -> Callable[[], None]:
+    """Write the page but the profile's metrics to ``handle`` (see module doc) and return the call that
+    writes the rest: it reads ``<stem>_agent_metrics.json`` / ``<stem>_repeat_level_metrics.json`` then,
+    so that ``profile --report`` can write the bulk of the page while the profile still writes those."""
     columns = scan.columns
-    texts = _texts(scan.path, columns, _text_rows(analysis, columns))
-    page = render_report(
-        analysis, columns, texts, read_json(paths.agent_metrics), read_json(paths.repeat_metrics)
-    )
-    atomic_write_bytes(paths.report, page)
+    for piece in _opening(analysis, columns, _texts(scan.path, columns, _text_rows(analysis, columns))):
+        handle.write(piece)
+
+    def finish() -> None:
+        handle.write(_closing(read_json(paths.agent_metrics), read_json(paths.repeat_metrics)))
+
+    return finish

@@ -11,7 +11,9 @@ Contract of :func:`scan_rollouts`:
   whether that is fatal (``gym eval analyze``) or a finding (``gym eval health-check``);
 - the columns come back sorted by (task, rollout, line);
 - :data:`ROW_HOOK` takes the same columns from the profile's own parse (``gym eval profile --report``:
-  the rollouts are parsed once), and :func:`scan_from_parts` makes the :class:`Scan` of what it returned.
+  the rollouts are parsed once), and :func:`scan_from_parts` makes the :class:`Scan` of what it returned
+  (:func:`merge_parts` joins them in file order, :meth:`Merged.sorted` sorts: two steps, so that they
+  can run in different processes).
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ import gc
 import itertools
 import multiprocessing
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from rewardgym.analysis.columns import RolloutColumns, sorted_columns
-from rewardgym.analysis.extract import extract_row
+from rewardgym.analysis.columns import IntArray, RolloutColumns
+from rewardgym.analysis.extract import RECORD, agent_names, pack_row
+from rewardgym.analysis.record_layouts import layout_record
 from rewardgym.errors import DataError
 from rewardgym.profile.read.chunks import RowHook
 
@@ -75,14 +78,14 @@ def _scan_range(path: str, start: int, end: int) -> dict[str, Any]:
         pieces.pop()  # the empty tail after the final newline
     lengths = np.fromiter(map(len, pieces), np.int64, count=len(pieces)) + 1
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1])) if len(pieces) else np.zeros(0, np.int64)
-    rows: list[tuple[Any, ...]] = []
+    rows: list[bytes] = []
     kept: list[int] = []
     bad: list[tuple[int, str]] = []
     blank = 0
     loads = orjson.loads
-    extract = extract_row
-    # Millions of small tuples are kept alive here: the cyclic GC would re-walk them again and again
-    # (they hold no cycles), so it is paused while reading.
+    extract = pack_row
+    # Every line makes a parsed row of many containers: the cyclic GC, triggered by their allocation
+    # count, would walk them for nothing (they hold no cycles), so it is paused while reading.
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -113,34 +116,21 @@ def _scan_range(path: str, start: int, end: int) -> dict[str, Any]:
             "lines": len(pieces)}  # fmt: skip
 
 
-_ROW_DTYPE = np.dtype(
+RECORD_DTYPE = np.dtype(
     [
-        ("task", np.int64), ("rollout", np.int64), ("reward", np.float64), ("input_tokens", np.float64),
-        ("output_tokens", np.float64), ("total_tokens", np.float64), ("cap", np.float64),
-        ("incomplete", np.bool_), ("text_chars", np.int64), ("reasoning_chars", np.int64),
-        ("tool_calls", np.int64), ("turns", np.float64), ("extracted", np.int8), ("text_hash", np.uint64),
-        ("masked", np.bool_), ("agent_name", object), ("has_response", np.bool_),
+        ("task", "<i8"), ("rollout", "<i8"), ("reward", "<f8"), ("input_tokens", "<f8"),
+        ("output_tokens", "<f8"), ("total_tokens", "<f8"), ("cap", "<f8"), ("incomplete", "?"),
+        ("text_chars", "<i8"), ("reasoning_chars", "<i8"), ("tool_calls", "<i8"), ("turns", "<f8"),
+        ("extracted", "i1"), ("text_hash", "<u8"), ("masked", "?"), ("agent", "<i8"), ("has_response", "?"),
     ]
 )  # fmt: skip
-"""One extracted row (:data:`rewardgym.analysis.extract.FIELDS`): numpy builds the table in one C pass."""
+"""The table of joined :data:`~rewardgym.analysis.extract.RECORD` s (same fields, same packed layout)."""
+assert RECORD_DTYPE.itemsize == RECORD.size
 
 
-def _to_arrays(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
-    if not rows:
-        return {}
-    table = np.array(rows, dtype=_ROW_DTYPE)
-    out: dict[str, Any] = {name: np.ascontiguousarray(table[name]) for name in _ROW_DTYPE.names or ()}
-    names = out.pop("agent_name").tolist()
-    present = set(names)
-    agents = sorted(a for a in present if a is not None)
-    lookup: dict[str | None, int] = {a: i for i, a in enumerate(agents)}
-    lookup[None] = -1
-    out["agent_names"] = agents
-    if len(present) == 1:  # the usual chunk: one agent (or none) for every row
-        out["agent"] = np.full(len(names), lookup[names[0]], np.int64)
-    else:
-        out["agent"] = np.fromiter(map(lookup.__getitem__, names), np.int64, count=len(names))
-    return out
+def _to_arrays(records: list[bytes]) -> dict[str, Any]:
+    """A chunk's records, joined, with the agent-name table their indices point into."""
+    return {"records": b"".join(records), "agent_names": agent_names()}
 
 
 def _finish_rows(rows: list[Any], offsets: list[int]) -> dict[str, Any]:
@@ -153,71 +143,89 @@ def _finish_rows(rows: list[Any], offsets: list[int]) -> dict[str, Any]:
         drop = np.array([line - 1 for line, _ in bad], np.int64)
         kept = np.delete(kept, drop)
         rows = [rows[i] for i in kept.tolist()]
-    enabled = gc.isenabled()
-    gc.disable()  # see _scan_range
-    try:
-        arrays = _to_arrays(rows)
-    finally:
-        if enabled:
-            gc.enable()
-    return {"rows": arrays, "line": kept + 1, "offset": offset[kept], "bad": bad, "blank": 0,
+    return {"rows": _to_arrays(rows), "line": kept + 1, "offset": offset[kept], "bad": bad, "blank": 0,
             "lines": len(offsets)}  # fmt: skip
 
 
-ROW_HOOK = RowHook(per_row=extract_row, finish=_finish_rows)
+ROW_HOOK = RowHook(per_row=pack_row, finish=_finish_rows, layout=layout_record)
 """The analysis columns from the profile's parse of the rollouts (``profile_files(row_hook=...)``)."""
 
 
-def scan_from_parts(path: Path, parts: tuple[Any, ...] | list[Any], *, sort: bool = True) -> Scan:
-    """The :class:`Scan` of ``path`` from the parts :data:`ROW_HOOK` made of its chunks, in file order.
-    ``sort=False`` leaves the columns in file order: :func:`sorted_scan` must sort them before use (a
-    caller that sorts in another process)."""
-    columns, bad, blank = _merge(list(parts))
-    if sort:
-        columns = sorted_columns(columns)
-    return Scan(columns=columns, unreadable=bad, blank_lines=blank, path=path)
+@dataclass
+class Merged:
+    """The parts of a rollouts file joined, in file order: one record table, its line numbers and byte
+    offsets, the agent names its indices point at, and what could not be read."""
+
+    path: Path
+    table: np.ndarray
+    line: IntArray
+    offset: IntArray
+    agents: tuple[str, ...]
+    unreadable: list[tuple[int, str]]
+    blank_lines: int
+
+    def sorted(self) -> Scan:
+        """The :class:`Scan`: the records ordered by (task, rollout, line), each field gathered into its
+        own contiguous column (the table and the columns are the most this holds at once)."""
+        table, line, offset = self.table, self.line, self.offset
+        order = np.lexsort((line, table["rollout"], table["task"]))
+        if bool(np.all(order[1:] > order[:-1])):
+            gather: Any = np.ascontiguousarray
+        else:
+            line, offset = line[order], offset[order]
+
+            def gather(values: np.ndarray) -> np.ndarray:
+                return values[order]
+
+        columns = RolloutColumns(
+            agents=self.agents,
+            line=line,
+            offset=offset,
+            **{name: gather(table[name]) for name in RECORD_DTYPE.names or ()},
+        )
+        return Scan(columns=columns, unreadable=self.unreadable, blank_lines=self.blank_lines, path=self.path)
 
 
-def sorted_scan(scan: Scan) -> Scan:
-    """``scan`` with its columns sorted by (task, rollout, line)."""
-    return replace(scan, columns=sorted_columns(scan.columns))
-
-
-def _merge(parts: list[dict[str, Any]]) -> tuple[RolloutColumns, list[tuple[int, str]], int]:
+def merge_parts(path: Path, parts: tuple[Any, ...] | list[Any]) -> Merged:
+    """Join the parts :data:`ROW_HOOK` (or the scan's own workers) made of ``path``'s chunks, in file
+    order. Each part's records are dropped from it once copied (at 10^6 rollouts they are 108 MB)."""
     base = 0
-    names: list[str] = []
     index: dict[str, int] = {}
-    pieces: dict[str, list[Any]] = {}
+    lines: list[Any] = []
+    offsets: list[Any] = []
     bad: list[tuple[int, str]] = []
     blank = 0
     for part in parts:
-        arrays = part["rows"]
         bad.extend((base + line, error) for line, error in part["bad"])
         blank += part["blank"]
-        if arrays:
-            for name in arrays["agent_names"]:
-                index.setdefault(name, len(index))
-            remap = np.array([index[a] for a in arrays["agent_names"]] + [-1], np.int64)
-            for key, value in arrays.items():
-                if key == "agent_names":
-                    continue
-                pieces.setdefault(key, []).append(remap[value] if key == "agent" else value)
-            pieces.setdefault("line", []).append(part["line"] + base)
-            pieces.setdefault("offset", []).append(part["offset"])
+        lines.append(part["line"] + base)
+        offsets.append(part["offset"])
         base += part["lines"]
-    names = list(index)
-    empty = {
-        "task": np.int64, "rollout": np.int64, "line": np.int64, "offset": np.int64, "reward": np.float64,
-        "input_tokens": np.float64, "output_tokens": np.float64, "total_tokens": np.float64,
-        "cap": np.float64, "incomplete": np.bool_, "text_chars": np.int64, "reasoning_chars": np.int64,
-        "tool_calls": np.int64, "turns": np.float64, "extracted": np.int8, "text_hash": np.uint64,
-        "masked": np.bool_, "agent": np.int64, "has_response": np.bool_,
-    }  # fmt: skip
-    merged = {
-        key: np.concatenate(pieces[key]) if key in pieces else np.zeros(0, dtype)
-        for key, dtype in empty.items()
-    }
-    return RolloutColumns(agents=tuple(names), **merged), bad, blank
+    table = np.frombuffer(bytearray(b"".join(part["rows"]["records"] for part in parts)), RECORD_DTYPE)
+    position = 0
+    for part in parts:
+        rows = part["rows"]
+        count = len(rows.pop("records")) // RECORD.size
+        names = rows["agent_names"]
+        if count and names:
+            remap = np.array([index.setdefault(name, len(index)) for name in names] + [-1], np.int64)
+            agents = table["agent"][position : position + count]
+            agents[:] = remap[agents]
+        position += count
+    return Merged(
+        path=path,
+        table=table,
+        line=(np.concatenate(lines) if lines else np.zeros(0, np.int64)).astype(np.int64),
+        offset=(np.concatenate(offsets) if offsets else np.zeros(0, np.int64)).astype(np.int64),
+        agents=tuple(index),
+        unreadable=bad,
+        blank_lines=blank,
+    )
+
+
+def scan_from_parts(path: Path, parts: tuple[Any, ...] | list[Any]) -> Scan:
+    """The :class:`Scan` of ``path`` from the parts :data:`ROW_HOOK` made of its chunks, in file order."""
+    return merge_parts(path, parts).sorted()
 
 
 def _file_size(path: Path) -> int:
@@ -234,11 +242,6 @@ def _file_size(path: Path) -> int:
     return size
 
 
-def _scan(path: Path, parts: list[dict[str, Any]]) -> Scan:
-    columns, bad, blank = _merge(parts)
-    return Scan(columns=sorted_columns(columns), unreadable=bad, blank_lines=blank, path=path)
-
-
 def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
     """Read ``path`` into sorted columns (see module doc)."""
     size = _file_size(path)
@@ -250,4 +253,4 @@ def scan_rollouts(path: Path, *, workers: int | None = None) -> Scan:
         context = multiprocessing.get_context("fork")
         with context.Pool(min(cores, len(ranges))) as pool:
             parts = pool.starmap(_scan_range, [(str(path), a, b) for a, b in ranges], chunksize=1)
-    return _scan(path, parts)
+    return scan_from_parts(path, parts)

@@ -35,7 +35,7 @@ from rewardgym.io.outputs import remove_stale
 from rewardgym.profile.api import ProfileResult, profile_files
 
 if TYPE_CHECKING:
-    from rewardgym.analysis.scan import Scan
+    from rewardgym.analysis.scan import Merged, Scan
 
 OVERLAP_FROM = 200_000
 """Input rows from which ``profile --report`` overlaps the analysis with the profile's tail: below it
@@ -65,6 +65,9 @@ class Report:
     inputs: Path
     rollouts: Path
     scan: Scan | None = field(default=None, repr=False)
+    """The sorted columns (serial path)."""
+    merged: Merged | None = field(default=None, repr=False)
+    """The joined, unsorted records (overlapped path: the child sorts them)."""
     materialized: int = 0
     child: _Child | None = field(default=None, repr=False)
 
@@ -80,7 +83,7 @@ def profile_and_report(
 ) -> tuple[ProfileResult, Report]:
     """Profile the run and start (``overlap``; None: from :data:`OVERLAP_FROM` input rows) or prepare its
     analysis (see module doc)."""
-    from rewardgym.analysis.scan import ROW_HOOK, scan_from_parts
+    from rewardgym.analysis.scan import ROW_HOOK, merge_parts
 
     report = Report(inputs, rollouts)
 
@@ -90,7 +93,11 @@ def profile_and_report(
         # Sorting them (a gather of every column) is the child's first job when there is one.
         wanted = input_rows >= OVERLAP_FROM if overlap is None else overlap
         fork = wanted and hasattr(os, "fork")
-        report.scan = scan_from_parts(rollouts, parts, sort=not fork)
+        merged = merge_parts(rollouts, parts)
+        if fork:
+            report.merged = merged
+        else:
+            report.scan = merged.sorted()
         # The profile refuses blank lines, so its input rows are the inputs file's non-empty lines.
         report.materialized = input_rows
         return start if fork else None
@@ -98,7 +105,7 @@ def profile_and_report(
     def start() -> None:
         _trim_heap()  # the freed parts: not a resident part of the child's copy of this process
         report.child = _fork(report)
-        report.scan = None  # the child's now: freed here, it is no longer shared
+        report.merged = None  # the child's now: freed here, it is no longer shared
         _trim_heap()
 
     try:
@@ -173,15 +180,14 @@ def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - r
     code = 1
     try:
         from rewardgym.analysis.api import analyze_files
-        from rewardgym.analysis.scan import sorted_scan
 
         def wait_for_go() -> None:
             if os.read(gate, 1) != _GO:
                 raise _NoGo  # the profile failed: the temp file goes, nothing is said
 
         try:
-            assert report.scan is not None
-            scan, report.scan = sorted_scan(report.scan), None
+            assert report.merged is not None
+            scan, report.merged = report.merged.sorted(), None
             _trim_heap()  # the file-order columns, just freed: not resident beside the parent's copy
             result = analyze_files(
                 report.inputs,
@@ -189,6 +195,7 @@ def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - r
                 scan=scan,
                 materialized=report.materialized,
                 before_writing=wait_for_go,
+                fork_writer=False,  # the profile's own processes hold both cores: a third adds only memory
             )
             answer = _LINES + "\n".join(_lines(result)).encode()
             code = 0

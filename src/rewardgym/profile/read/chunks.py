@@ -88,8 +88,8 @@ class RowHook:
     """Extra per-row work in the rollouts reader, passed in by a caller above the profile.
 
     Both must be module-level functions (the hook travels to the forked workers with each job).
-    ``per_row(row)`` is called with every parsed JSON object of the chunk, in file order, before the
-    profile's own checks; ``finish(values, offsets)`` gets the list of its results and the byte offsets of
+    ``per_row(row)`` (or its ``layout`` specialisation) is called with every parsed JSON object of the
+    chunk, in file order; ``finish(values, offsets)`` gets the list of its results and the byte offsets of
     their lines, and returns the chunk's :attr:`ResultChunk.extra` (keep it compact: numpy arrays, not
     per-row objects, since it is pickled back from the worker). A chunk with a bad line is reported as an
     error, so its ``extra`` is never used.
@@ -97,6 +97,13 @@ class RowHook:
 
     per_row: Callable[[dict[str, Any]], Any]
     finish: Callable[[list[Any], list[int]], Any]
+    layout: Callable[[dict[str, Any], dict[str, Any] | None], Callable[..., Any] | None] | None = None
+    """Optional: ``per_row`` specialised for one row layout. The reader's compiled fast path has checked
+    that a row has exactly the keys, key order and value types of ``row`` (and, when ``usage`` is not
+    None, that its non-empty ``response.usage`` has exactly those of ``usage``) and unpacked the values;
+    ``layout(row, usage)`` returns a function it calls as ``f(row, *row.values(), *usage.values())``
+    (usage values only with a usage layout), which must return exactly what ``per_row(row)`` returns —
+    or None: the fast path then calls ``per_row``."""
 
 
 @contextlib.contextmanager

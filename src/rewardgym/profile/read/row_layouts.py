@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from rewardgym.profile.read.chunks import RowHook
 from rewardgym.profile.read.extract import (
     MASK_SAMPLE,
     RESPONSE,
@@ -130,6 +131,7 @@ def _compile_fast(
     top: list[tuple[str, type]],
     usage_fields: list[tuple[str, type]],
     names: tuple[str, ...],
+    hook: RowHook | None,
 ) -> Binder | None:
     """Generate, for the layout of ``row``, the file reader's whole per-row work for rows of this layout
     (see :class:`Plan`); None when the layout has no integer indices (its rows are errors) or a list or
@@ -172,6 +174,15 @@ def _compile_fast(
             f"        if {' or '.join(f'type(u{i}) is not U{i}' for i in range(len(usage_keys)))}:",
             "            return False",
         ]
+    if hook is not None:  # the caller's fields of the row, from the values unpacked above
+        special = hook.layout(row, usage) if hook.layout is not None else None
+        if special is None:
+            namespace["HOOK"] = hook.per_row
+            body.append("        hooked_append(HOOK(row))")
+        else:
+            namespace["HOOK"] = special
+            arguments = [*local.values(), *(usage_local.values() if usage is not None else ())]
+            body.append(f"        hooked_append(HOOK(row, {', '.join(arguments)}))")
     task, rollout = local[TASK_INDEX], local[ROLLOUT_INDEX]
     body += [f"        tasks_append({task})", f"        rollouts_append({rollout})"]
     if RESPONSE in row or REWARD in row:
@@ -199,6 +210,7 @@ def _compile_fast(
             "    values_extend, infos, ends_append = out.values.extend, out.infos, out.info_ends.append",
             "    infos_extend, shapes_append, outcome = infos.extend, out.shapes.append, out.outcome",
             "    shape = out.shape_of(NAMES)",
+            "    hooked_append = out.hooked.append",
             "    def fast(row):",
             *body,
             "    return fast",
@@ -235,14 +247,16 @@ class Plan:
     """The slow, general extraction."""
     bind: Binder | None = None
     """``bind(out) -> fast``, for the file reader: ``fast(row)`` does the reader's whole work for a row of
-    exactly this layout (compared key by key and type by type) — appends its key, and unless it is masked
-    its metric values, record and shape, to the chunk's outputs ``out`` — and returns True; for any other
+    exactly this layout (compared key by key and type by type) — appends its key, with a row hook the
+    hook's value, and unless it is masked its metric values, record and shape, to the chunk's outputs
+    ``out`` — and returns True; for any other
     row it returns False and touches nothing. The indices' 64-bit range is checked when the chunk's key
     lists become arrays. None with ``generic``."""
 
 
-def plan_for(row: dict[str, Any], usage: dict[str, Any] | None) -> Plan:
-    """The plan for the layout of ``row`` (whose usage dict is ``usage``)."""
+def plan_for(row: dict[str, Any], usage: dict[str, Any] | None, hook: RowHook | None = None) -> Plan:
+    """The plan for the layout of ``row`` (whose usage dict is ``usage``); with ``hook``, its fast path
+    also appends the hook's value of each row to ``out.hooked``."""
     types = [type(v) for v in row.values()]
     usage_types = [type(v) for v in usage.values()] if usage else []
     if type(row) is not dict or (usage is not None and type(usage) is not dict):
@@ -258,4 +272,4 @@ def plan_for(row: dict[str, Any], usage: dict[str, Any] | None) -> Plan:
     ]
     numeric_usage = [(k, kind) for k, kind in zip(usage or (), usage_types, strict=True) if kind in _NUMERIC]
     apply, names = _compile(top, numeric_usage, REWARD in row)
-    return Plan(apply=apply, names=names, bind=_compile_fast(row, usage, top, numeric_usage, names))
+    return Plan(apply=apply, names=names, bind=_compile_fast(row, usage, top, numeric_usage, names, hook))

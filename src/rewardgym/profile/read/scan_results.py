@@ -60,6 +60,8 @@ class _Output:
         self.info_ends: list[int] = []
         self.shape_index: dict[tuple[str, ...], int] = {}
         self.plans: dict[Any, Plan] = {}
+        self.hooked: list[Any] = []
+        """What a :class:`RowHook` made of each row, in file order."""
         self.with_outcome = 0
         self.outcome = [0]
         """Rows with ``response`` or ``reward`` counted by the compiled fast paths."""
@@ -113,11 +115,10 @@ def scan_results(
     :class:`~rewardgym.profile.read.chunks.RowHook`)."""
     check_reward = not allow_non_numeric_rewards
     hook = None if row_hook is None else row_hook.per_row
-    hooked: list[Any] = []
-    hooked_append = hooked.append
     offsets: list[int] = []
     offsets_append = offsets.append
     out = _Output()
+    hooked_append = out.hooked.append
     tasks_append, rollouts_append, shapes_append = out.tasks.append, out.rollouts.append, out.shapes.append
     values_extend, ends_append, infos = out.values.extend, out.info_ends.append, out.infos
     plans = out.plans
@@ -146,10 +147,10 @@ def scan_results(
                     error = LineError(count, line)
                     break
                 if hook is not None:  # the one test the loop pays without a hook
-                    hooked_append(hook(row))
                     offsets_append(position - len(line))
                 if fast is not None and fast(row):
                     continue  # the previous row's layout: the compiled plan did all of the row's work
+                # (the hook's too); from here on the hook runs where a row does not reach a compiled plan
                 task = row.get(TASK_INDEX)
                 rollout = row.get(ROLLOUT_INDEX)
                 if (
@@ -163,6 +164,8 @@ def scan_results(
                         break
                     task, rollout = key
                 if row.get("mask_sample") and is_masked(row):
+                    if hook is not None:
+                        hooked_append(hook(row))
                     with_outcome += "response" in row or "reward" in row
                     tasks_append(task)
                     rollouts_append(rollout)
@@ -185,7 +188,7 @@ def scan_results(
                     layout = (*row, *map(type, row.values()))
                 plan = plans.get(layout)
                 if plan is None:
-                    plan = plans[layout] = plan_for(row, usage)
+                    plan = plans[layout] = plan_for(row, usage, row_hook)
                 if plan.bind is not None:
                     fast = bound.get(layout)
                     if fast is None:
@@ -194,6 +197,8 @@ def scan_results(
                         raise AssertionError("a row does not match the plan made for its layout")
                     continue
                 fast = None
+                if hook is not None:
+                    hooked_append(hook(row))
                 with_outcome += "response" in row or "reward" in row
                 tasks_append(task)
                 rollouts_append(rollout)
@@ -205,7 +210,7 @@ def scan_results(
     out.with_outcome = with_outcome
     chunk = out.build(count, error)
     if row_hook is not None and chunk.error is None:
-        chunk.extra = row_hook.finish(hooked, offsets)
+        chunk.extra = row_hook.finish(out.hooked, offsets)
     return chunk
 
 
