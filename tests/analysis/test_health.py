@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from rewardgym.analysis import analyze_files
@@ -144,3 +145,18 @@ def test_lines_without_a_response_are_not_judged_hollow(tmp_path: Path) -> None:
     rows = [{"_ng_task_index": 0, "_ng_rollout_index": r, "reward": 1.0} for r in range(2)]
     result = _run(tmp_path, [*rows, rollout(1, 0, text="")])
     assert result.analysis.health.rollout_flags["agent_turn_hollow"].tolist() == [False, False, True]
+
+
+def test_decimal_order_is_the_order_of_the_strings() -> None:
+    from rewardgym.analysis.health_output import _decimal_order
+
+    rng = np.random.default_rng(5)
+    for drawn in (
+        rng.integers(0, 10**6, 2000),
+        rng.integers(-(10**5), 10**5, 2000),
+        np.array([0, 1, 10, 2, 100, 19, 9, -1, -10, -2, 10**17, 10**18 - 1]),
+        np.array([10**18, 5, 3 * 10**18, -(2**63)]),  # too wide to align: the strings' own sort
+        np.array([-(2**63), 4, 40]),
+    ):
+        ids = np.unique(drawn.astype(np.int64))
+        assert ids[_decimal_order(ids)].tolist() == [int(k) for k in sorted(map(str, ids.tolist()))]

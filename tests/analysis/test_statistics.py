@@ -223,3 +223,23 @@ def test_numpy_ranks_and_spearman_equal_scipy_exactly(seed: int) -> None:
     counts = np.bincount(task_pos)
     centred = ranks - (np.bincount(task_pos, weights=ranks) / np.maximum(counts, 1))[task_pos]
     assert np.array_equal(within_task_ranks(tokens, task_pos), centred)
+
+
+def test_group_value_and_key_orders_sort_like_lexsort() -> None:
+    from rewardgym.analysis.columns import group_value_order, key_order
+
+    rng = np.random.default_rng(11)
+    groups = rng.integers(0, 50, 3000)
+    for values in (rng.integers(0, 900, 3000).astype(float), rng.random(3000), np.full(3000, 2.0)):
+        order = group_value_order(groups, values)
+        expected = np.lexsort((values, groups))
+        assert np.array_equal(groups[order], groups[expected]) and np.array_equal(
+            values[order], values[expected]
+        )
+    task, rollout = rng.permutation(np.repeat(np.arange(700), 4)), np.tile(np.arange(4), 700)
+    line = np.arange(task.shape[0]) + 1
+    assert np.array_equal(key_order(task, rollout, line), np.lexsort((line, rollout, task)))
+    task[5], rollout[5] = task[9], rollout[9]  # a duplicated key: the lines decide, as lexsort does
+    assert np.array_equal(key_order(task, rollout, line), np.lexsort((line, rollout, task)))
+    negative = task - 3  # negative indices: lexsort itself
+    assert np.array_equal(key_order(negative, rollout, line), np.lexsort((line, rollout, negative)))

@@ -80,3 +80,41 @@ def task_segments(task: IntArray) -> tuple[IntArray, IntArray]:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     starts = np.flatnonzero(np.concatenate(([True], task[1:] != task[:-1])))
     return task[starts], starts.astype(np.int64)
+
+
+def group_value_order(groups: IntArray, values: FloatArray) -> IntArray:
+    """Indices that sort rows by (group, value); rows equal in both come in any order (every caller
+    takes medians or tie-averaged ranks, which do not see it). Non-negative groups below 2^32 and whole
+    values in [0, 2^31) — token counts per task — are sorted as one 64-bit key, several times faster
+    than ``np.lexsort((values, groups))``, which sorts anything else."""
+    if groups.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    if (
+        int(groups.min()) >= 0
+        and int(groups.max()) < 2**32
+        and float(values.min()) >= 0
+        and float(values.max()) < 2**31
+        and bool(np.all(values == np.floor(values)))
+    ):
+        return np.argsort((groups.astype(np.int64) << 31) | values.astype(np.int64)).astype(np.int64)
+    return np.lexsort((values, groups)).astype(np.int64)
+
+
+def key_order(task: IntArray, rollout: IntArray, line: IntArray) -> IntArray:
+    """Indices that sort rows by (task, rollout, line). Unique (task, rollout) keys of non-negative
+    indices that fit one 64-bit key — a collected run — take one unstable sort of that key; anything else
+    (a duplicated key: the lines decide) ``np.lexsort``."""
+    if task.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    if (
+        int(task.min()) >= 0
+        and int(task.max()) < 2**40
+        and int(rollout.min()) >= 0
+        and int(rollout.max()) < 2**23
+    ):
+        key = (task.astype(np.int64) << 23) | rollout.astype(np.int64)
+        order = np.argsort(key)
+        ordered = key[order]
+        if not bool(np.any(ordered[1:] == ordered[:-1])):
+            return order.astype(np.int64)
+    return np.lexsort((line, rollout, task)).astype(np.int64)

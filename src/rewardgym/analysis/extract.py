@@ -51,7 +51,7 @@ straight from the parsed row costs less than a tuple of them, and a chunk's reco
 (see :data:`rewardgym.analysis.scan.RECORD_DTYPE`) without any conversion."""
 _pack = RECORD.pack
 _AGENT = FIELDS.index("agent")
-_AGENT_INDEX: dict[str, int] = {}
+AGENT_INDEX: dict[str, int] = {}
 _AGENT_NAMES: list[str] = []
 NAN = math.nan
 HASH_MASK = (1 << 64) - 1
@@ -299,9 +299,9 @@ def agent_index(name: Any) -> int:
     """The index of agent name ``name`` in this process's table (-1: not a name), added when new."""
     if type(name) is not str:
         return -1
-    index = _AGENT_INDEX.get(name)
+    index = AGENT_INDEX.get(name)
     if index is None:
-        index = _AGENT_INDEX[name] = len(_AGENT_NAMES)
+        index = AGENT_INDEX[name] = len(_AGENT_NAMES)
         _AGENT_NAMES.append(name)
     return index
 

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
+from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray, group_value_order
 from rewardgym.analysis.signed_rank import wilcoxon_p
+from rewardgym.profile.compute.special import ufuncs
 
 
 def _ratio(top: float, bottom: float) -> float | None:
@@ -36,7 +37,7 @@ def segment_medians(values: FloatArray, keys: IntArray) -> tuple[IntArray, Float
     """Median of ``values`` per distinct key: ``(keys, medians)``, keys ascending."""
     if values.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    order = np.lexsort((values, keys))
+    order = group_value_order(keys, values)
     k, v = keys[order], values[order]
     starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
     lengths = np.diff(np.append(starts, k.shape[0]))
@@ -72,7 +73,7 @@ def within_task_ranks(values: FloatArray, task_pos: IntArray) -> FloatArray:
         return np.zeros(0, np.float64)
     # Ranked by (task, value): a task's ranks are consecutive, so centring on the task's mean rank leaves
     # the within-task ranks (ties averaged, within the task only: equal values of two tasks differ in task).
-    order = np.lexsort((values, task_pos))
+    order = group_value_order(task_pos, values)
     ordered, tasks_in_order = values[order], task_pos[order]
     same = np.concatenate(
         ([False], (ordered[1:] == ordered[:-1]) & (tasks_in_order[1:] == tasks_in_order[:-1]))
@@ -89,14 +90,12 @@ def pooled_spearman(x: FloatArray, y: FloatArray) -> tuple[float, float]:
     at least 3 entries, computed as scipy computes it — the Pearson correlation of the average ranks
     (``np.corrcoef`` on the same (n, 2) array), the p-value from Student's t with n − 2 degrees of
     freedom — with :func:`average_ranks` for the ranking."""
-    from scipy import special  # lazily; far cheaper to import than scipy.stats
-
     ranked = np.column_stack((average_ranks(x), average_ranks(y)))
     rs = np.asarray(np.corrcoef(ranked, rowvar=False), dtype=np.float64)
     dof = x.shape[0] - 2
     with np.errstate(divide="ignore"):
         t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
-    prob = 2 * special.stdtr(dof, -np.abs(t))
+    prob = 2 * ufuncs().stdtr(dof, -np.abs(t))
     return float(rs[1, 0]), float(prob[1, 0])
 
 

@@ -53,6 +53,7 @@ def record(row, {arguments}):
     details = response.get("incomplete_details")
     if text and (text[0].isspace() or text[-1].isspace()):
         text = text.strip()
+{agent_lookup}
     return pack(
         {task}, {rollout}, {reward}, {tokens_in}, {tokens_out}, {total}, cap,
         response.get("status") == "incomplete"
@@ -68,6 +69,12 @@ _REQUEST_CAP = """        cap = NAN
             value = {params}.get("max_tokens")
         if type(value) is int or type(value) is float:
             cap = value"""
+
+
+_AGENT_LOOKUP = """    name = {agent_ref}.get("name")
+    agent = AGENTS.get(name) if type(name) is str else -1
+    if agent is None:
+        agent = agent_index(name)"""
 
 
 def _first_count(usage: dict[str, Any], local: dict[str, str], names: tuple[str, str]) -> str:
@@ -96,7 +103,9 @@ def layout_record(row: dict[str, Any], usage: dict[str, Any] | None) -> Callable
     if total == "NAN" and "NAN" not in (tokens_in, tokens_out):
         total = f"(float({tokens_in}) + float({tokens_out}))"
     params = row.get("responses_create_params")
-    agent = f"agent_index({local['agent_ref']}.get('name'))" if type(row.get("agent_ref")) is dict else "-1"
+    agent_lookup = "    agent = -1"
+    if type(row.get("agent_ref")) is dict:  # the name's index, looked up here (a call costs as much)
+        agent_lookup = _AGENT_LOOKUP.format(agent_ref=local["agent_ref"])
     extracted = "-1"
     if "extracted_answer" in row:
         answer = row["extracted_answer"]
@@ -123,7 +132,8 @@ def layout_record(row: dict[str, Any], usage: dict[str, Any] | None) -> Callable
         turns=f"number({local['ng_perf']}.get('num_turns'))" if type(row.get("ng_perf")) is dict else "NAN",
         extracted=extracted,
         masked=local["mask_sample"] if "mask_sample" in row else "False",
-        agent=agent,
+        agent="agent",
+        agent_lookup=agent_lookup,
     )
     namespace: dict[str, Any] = {
         "extract_any": extract.pack_row,
@@ -134,6 +144,7 @@ def layout_record(row: dict[str, Any], usage: dict[str, Any] | None) -> Callable
         "LENGTH_REASONS": LENGTH_REASONS,
         "number": extract.number,
         "agent_index": extract.agent_index,
+        "AGENTS": extract.AGENT_INDEX,
     }
     exec(source, namespace)  # the source holds no value of the row: only local names and constants
     function: Callable[..., Any] = namespace["record"]

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from rewardgym.analysis.columns import IntArray, RolloutColumns
+from rewardgym.analysis.columns import IntArray, RolloutColumns, key_order
 from rewardgym.analysis.extract import RECORD, agent_names, pack_row
 from rewardgym.analysis.record_layouts import layout_record
 from rewardgym.errors import DataError
@@ -168,7 +168,7 @@ class Merged:
         """The :class:`Scan`: the records ordered by (task, rollout, line), each field gathered into its
         own contiguous column (the table and the columns are the most this holds at once)."""
         table, line, offset = self.table, self.line, self.offset
-        order = np.lexsort((line, table["rollout"], table["task"]))
+        order = key_order(table["task"], table["rollout"], line)
         if bool(np.all(order[1:] > order[:-1])):
             gather: Any = np.ascontiguousarray
         else:

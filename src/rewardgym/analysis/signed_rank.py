@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from rewardgym.analysis.columns import FloatArray
+from rewardgym.profile.compute.special import ufuncs
 
 EXACT_UP_TO = 50
 """scipy's ``method="auto"``: the exact distribution up to this many differences (without ties)."""
@@ -77,10 +78,8 @@ def wilcoxon_p(differences: FloatArray) -> float:
         from scipy import stats  # rare and tiny: scipy's own permutation test
 
         return float(stats.wilcoxon(d).pvalue)
-    from scipy.special import ndtr  # far cheaper to import than scipy.stats
-
     tally = counts.astype(np.float64)
     variance = n * (n + 1.0) * (2.0 * n + 1.0)
     sigma = math.sqrt((variance - float((tally**3 - tally).sum()) / 2) / 24)
     z = (r_plus - n * (n + 1.0) * 0.25) / sigma
-    return float(2 * ndtr(-abs(z)))
+    return float(2 * ufuncs().ndtr(-abs(z)))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
+from rewardgym.profile.compute.special import ufuncs
 
 CONFIDENCE = 0.95
 EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -62,7 +63,7 @@ def jeffreys(
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         low, high = jeffreys(n[first], s[first], confidence, dedupe=False)
         return low[inverse], high[inverse]
-    from scipy.special import betaincinv  # lazily: scipy takes ~0.4 s to import
+    betaincinv = ufuncs().betaincinv  # scipy's, without importing scipy.special
 
     alpha = (1.0 - confidence) / 2
     a = s + 0.5

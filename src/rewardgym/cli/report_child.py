@@ -103,6 +103,9 @@ def profile_and_report(
         return start if fork else None
 
     def start() -> None:
+        from rewardgym.profile.compute.special import ufuncs
+
+        ufuncs()  # scipy's special functions, which both processes use: loaded once, before the fork
         _trim_heap()  # the freed parts: not a resident part of the child's copy of this process
         report.child = _fork(report)
         report.merged = None  # the child's now: freed here, it is no longer shared
