@@ -155,10 +155,12 @@ def analyze_files(
     # profile may still be running, nothing is in place before it is written, and an error anywhere
     # (or no go) leaves no file behind.
     with contextlib.ExitStack() as stack:
+        handles: list[IO[bytes]] = []
 
         def temp(path: Path) -> IO[bytes]:
             written.append(path)
-            return stack.enter_context(atomic_writer(path))
+            handles.append(stack.enter_context(atomic_writer(path)))
+            return handles[-1]
 
         if not health_only:
             write_document(temp(paths.analysis), analysis.document)
@@ -191,6 +193,9 @@ def analyze_files(
                 verdicts_file.truncate()
                 verdicts()
         if before_writing is not None:
+            for handle in handles:  # on disk now, while the profile runs: the renames after the go are quick
+                handle.flush()
+                os.fsync(handle.fileno())
             before_writing()
         if finish_report is not None:
             finish_report()  # the profile's metrics, written by now
