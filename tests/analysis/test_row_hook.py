@@ -215,3 +215,25 @@ def test_hook_columns_equal_the_analysis_read_on_many_layouts(tmp_path: Path) ->
     )
     result = profile_files(inputs, rollouts, tuning=Tuning(workers=1), row_hook=ROW_HOOK, allow_partial=True)
     _assert_same_scan(rollouts, result.row_parts)
+
+
+def test_scan_columns_are_the_rows_sorted_by_key(tmp_path: Path) -> None:
+    """The scan's columns against a plain oracle: every row's extracted fields, sorted by (task, rollout);
+    columns that hold one value throughout (filled, not gathered) and columns that vary."""
+    from rewardgym.analysis.extract import FIELDS, extract_row
+
+    _, rollouts = _write(tmp_path, tasks=50)
+    rows = [orjson.loads(line) for line in rollouts.read_bytes().splitlines()]
+    expected = sorted((extract_row(row) for row in rows), key=lambda f: (f[0], f[1]))  # type: ignore[index]
+    columns = scan_rollouts(rollouts, workers=1).columns
+    for position, name in enumerate(FIELDS):
+        got = (
+            [columns.agents[i] if i >= 0 else None for i in columns.agent.tolist()]
+            if name == "agent"
+            else getattr(columns, name).tolist()
+        )
+        want = [fields[position] for fields in expected]  # type: ignore[index]
+        assert np.array_equal(np.array(got, dtype=object), np.array(want, dtype=object)) or (
+            np.allclose(np.array(got, float), np.array(want, float), equal_nan=True)
+        ), name
+    assert np.all(columns.has_response) and np.all(columns.reasoning_chars[columns.tool_calls == 0] == 0)

@@ -169,13 +169,18 @@ class Merged:
         own contiguous column (the table and the columns are the most this holds at once)."""
         table, line, offset = self.table, self.line, self.offset
         order = key_order(table["task"], table["rollout"], line)
-        if bool(np.all(order[1:] > order[:-1])):
-            gather: Any = np.ascontiguousarray
-        else:
+        in_order = bool(np.all(order[1:] > order[:-1]))
+        if not in_order:
             line, offset = line[order], offset[order]
 
-            def gather(values: np.ndarray) -> np.ndarray:
-                return values[order]
+        def gather(values: np.ndarray) -> np.ndarray:
+            # Many fields hold one value throughout (no tool calls, no reasoning, no cap…): such a
+            # column is filled, not gathered — one sequential pass to find it out instead of a random one.
+            if in_order or _constant(values):
+                if in_order:
+                    return np.ascontiguousarray(values)
+                return np.full(values.shape, values[0], dtype=values.dtype)
+            return values[order]
 
         columns = RolloutColumns(
             agents=self.agents,
@@ -184,6 +189,16 @@ class Merged:
             **{name: gather(table[name]) for name in RECORD_DTYPE.names or ()},
         )
         return Scan(columns=columns, unreadable=self.unreadable, blank_lines=self.blank_lines, path=self.path)
+
+
+def _constant(values: np.ndarray) -> bool:
+    """All entries equal (NaN equal to NaN)."""
+    if values.shape[0] == 0:
+        return True
+    first = values[0]
+    if values.dtype.kind == "f" and np.isnan(first):
+        return bool(np.isnan(values).all())
+    return bool((values == first).all())
 
 
 def merge_parts(path: Path, parts: tuple[Any, ...] | list[Any]) -> Merged:
@@ -201,7 +216,7 @@ def merge_parts(path: Path, parts: tuple[Any, ...] | list[Any]) -> Merged:
         lines.append(part["line"] + base)
         offsets.append(part["offset"])
         base += part["lines"]
-    table = np.frombuffer(bytearray(b"".join(part["rows"]["records"] for part in parts)), RECORD_DTYPE)
+    table = np.frombuffer(bytearray().join(part["rows"]["records"] for part in parts), RECORD_DTYPE)
     position = 0
     for part in parts:
         rows = part["rows"]
