@@ -123,3 +123,40 @@ def test_a_killed_child_is_followed_by_the_serial_analysis(tmp_path: Path) -> No
         got = _stable((killed / name).read_bytes(), killed)
         assert got == _stable((expected / name).read_bytes(), expected), name
     assert sorted(p.name for p in killed.iterdir()) == sorted((*_INPUTS, *_PROFILE, *_ANALYSIS))
+
+
+def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: Path) -> None:
+    """The report's data block, written a column at a time, against the one-piece dump of the same
+    payload (orjson, then "<" escaped): byte for byte, with "<" in a response text."""
+    import numpy as np
+
+    from rewardgym.analysis import analyze_files
+    from rewardgym.analysis.report import _data, _task_flags
+    from rewardgym.profile import BAND_LABELS
+
+    rows = [rollout(t, r, reward=float(r % 2), text=f"</script><!-- {t}") for t in range(6) for r in range(3)]
+    (tmp_path / "run.jsonl").write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    result = analyze_files(None, tmp_path / "run.jsonl", report=False)
+    analysis, columns = result.analysis, result.scan.columns
+    texts = {0: "a < b", 4: "</script>"}
+    p = analysis.passes
+    payload = {
+        "band_labels": list(BAND_LABELS),
+        "tasks": {
+            "t": p.task, "n": p.n, "s": p.passes, "rate": np.round(p.rate, 4), "lo": np.round(p.low, 4),
+            "hi": np.round(p.high, 4), "band": p.band, "settled": p.settled.astype(np.int8),
+            "pe": np.round(analysis.p_all_equal, 3), "tok": np.round(analysis.mean_tokens, 1),
+            "tps": np.round(analysis.tokens_per_solve, 1), "flags": _task_flags(analysis, columns),
+            "ro": np.append(np.searchsorted(columns.task, p.task), len(columns)).astype(np.int64),
+        },
+        "rollouts": {
+            "r": columns.rollout, "w": np.round(columns.reward, 4), "p": analysis.passed.astype(np.int8),
+            "o": columns.output_tokens, "c": columns.cut_off.astype(np.int8),
+            "h": analysis.health.unhealthy.astype(np.int8), "l": columns.line,
+        },
+        "texts": {str(k): v for k, v in texts.items()},
+        "row_task": {str(k): int(analysis.task_pos[k]) for k in texts},
+    }  # fmt: skip
+    whole = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).replace(b"<", b"\\u003c")
+    assert b"".join(_data(analysis, columns, texts)) == whole
+    assert b"</script>" not in whole

@@ -14,7 +14,7 @@ page loads nothing from anywhere: no CDN, no font, no request.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html import escape
 from pathlib import Path
 from typing import IO, Any
@@ -83,30 +83,37 @@ def _task_flags(analysis: Analysis, columns: RolloutColumns) -> np.ndarray:
     return flags
 
 
-def _data(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> bytes:
+def _data(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> Iterator[bytes]:
+    """The page's data as the JSON ``orjson`` gives the whole payload, a column at a time: at 10^6
+    rollouts it is 40 MB, which as one string (and its escaped copy, and the rounded columns) would all be
+    held at once. Only strings can hold ``<``: escaping it in them keeps "</script>" and "<!--" in
+    response text from ending or confusing the script block."""
     p = analysis.passes
     starts = np.searchsorted(columns.task, p.task)
-    ro = np.append(starts, len(columns)).astype(np.int64)
-    payload = {
-        "band_labels": list(BAND_LABELS),
-        "tasks": {
-            "t": p.task, "n": p.n, "s": p.passes, "rate": np.round(p.rate, 4), "lo": np.round(p.low, 4),
-            "hi": np.round(p.high, 4), "band": p.band, "settled": p.settled.astype(np.int8),
-            "pe": np.round(analysis.p_all_equal, 3), "tok": np.round(analysis.mean_tokens, 1),
-            "tps": np.round(analysis.tokens_per_solve, 1), "flags": _task_flags(analysis, columns), "ro": ro,
-        },
-        "rollouts": {
-            "r": columns.rollout, "w": np.round(columns.reward, 4), "p": analysis.passed.astype(np.int8),
-            "o": columns.output_tokens, "c": columns.cut_off.astype(np.int8),
-            "h": analysis.health.unhealthy.astype(np.int8), "l": columns.line,
-        },
-        "texts": {str(k): v for k, v in texts.items()},
-        "row_task": {str(k): int(analysis.task_pos[k]) for k in texts},
+    tasks: dict[str, Callable[[], Any]] = {
+        "t": lambda: p.task, "n": lambda: p.n, "s": lambda: p.passes, "rate": lambda: np.round(p.rate, 4),
+        "lo": lambda: np.round(p.low, 4), "hi": lambda: np.round(p.high, 4), "band": lambda: p.band,
+        "settled": lambda: p.settled.astype(np.int8), "pe": lambda: np.round(analysis.p_all_equal, 3),
+        "tok": lambda: np.round(analysis.mean_tokens, 1),
+        "tps": lambda: np.round(analysis.tokens_per_solve, 1),
+        "flags": lambda: _task_flags(analysis, columns),
+        "ro": lambda: np.append(starts, len(columns)).astype(np.int64),
     }  # fmt: skip
-    raw = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY)
-    # "<" only occurs inside JSON strings: escaping every one keeps "</script>" and "<!--" in response
-    # text from ending or confusing the script block.
-    return raw.replace(b"<", b"\\u003c")
+    rollouts: dict[str, Callable[[], Any]] = {
+        "r": lambda: columns.rollout, "w": lambda: np.round(columns.reward, 4),
+        "p": lambda: analysis.passed.astype(np.int8), "o": lambda: columns.output_tokens,
+        "c": lambda: columns.cut_off.astype(np.int8), "h": lambda: analysis.health.unhealthy.astype(np.int8),
+        "l": lambda: columns.line,
+    }  # fmt: skip
+    yield b'{"band_labels":' + orjson.dumps(list(BAND_LABELS)).replace(b"<", b"\\u003c")
+    for name, table in (("tasks", tasks), ("rollouts", rollouts)):
+        yield b',"' + name.encode() + b'":{'
+        for position, (key, make) in enumerate(table.items()):
+            value = orjson.dumps(make(), option=orjson.OPT_SERIALIZE_NUMPY)
+            yield (b"," if position else b"") + b'"' + key.encode() + b'":' + value
+        yield b"}"
+    yield b',"texts":' + orjson.dumps({str(k): v for k, v in texts.items()}).replace(b"<", b"\\u003c")
+    yield b',"row_task":' + orjson.dumps({str(k): int(analysis.task_pos[k]) for k in texts}) + b"}"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -208,7 +215,7 @@ def _browser() -> str:
     )
 
 
-def _opening(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> list[bytes]:
+def _opening(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> Iterator[bytes]:
     """The page up to the profile's metrics: everything the analysis alone decides, the task data last."""
     from rewardgym.analysis.report_sections import bands_section, grpo_section, length_section
 
@@ -231,12 +238,10 @@ def _opening(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str])
     )
     # The task data (inert JSON, read by the script at the end) sits before the metrics section so that
     # all of the page but the profile's metrics can be written before the profile has written them.
-    return [
-        (head + body).encode(),
-        b'<script type="application/json" id="report-data">',
-        _data(analysis, columns, texts),
-        b"</script>",
-    ]
+    yield (head + body).encode()
+    yield b'<script type="application/json" id="report-data">'
+    yield from _data(analysis, columns, texts)
+    yield b"</script>"
 
 
 def _closing(agent_metrics: Any, repeat_metrics: Any) -> bytes:
