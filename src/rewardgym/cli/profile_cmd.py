@@ -209,11 +209,11 @@ def _trackers(tokens: list[str]) -> tuple[TrackerSettings, list[Target]] | None:
 
 
 def _import_analysis() -> None:
-    """Import what the analysis needs beyond the reading (scipy, the report: ~0.5 s) while the profile's
-    workers read. Called in this process's turn to wait for them, not in a thread: the profile forks
-    workers again later, and a fork during an import would copy its module lock held."""
-    import scipy.special
-    import scipy.stats  # noqa: F401
-
+    """Import what the analysis needs beyond the reading (scipy's special functions alone, the report)
+    while the profile's workers read. Called in this process's turn to wait for them, not in a thread:
+    the profile forks workers again later, and a fork during an import would copy its module lock held."""
     import rewardgym.analysis.report
     import rewardgym.cli.analyze_cmd  # noqa: F401
+    from rewardgym.profile.compute.special import ufuncs
+
+    ufuncs()
