@@ -6,11 +6,18 @@ its wall time and peak memory — the sampled peak of the summed PSS of the proc
 (every 50 ms), as ``benchmarks/profile/run_benchmark.py`` does — and, for ``--report``, the size of the
 HTML page. The two commands alternate ``--repeat`` times so machine load hits both alike.
 
+``--analyze`` also times ``gym eval analyze`` alone (the report generated from the set: its wall time and
+peak), ``--open`` the report page in headless Chromium (Debian's ``chromium`` through Playwright, as the
+browser tests drive it): seconds from ``goto`` to the task browser's first rows.
+
 Usage::
 
-    python benchmarks/analysis/run_benchmark.py --size 1000000 --workdir /tmp/profile-bench --repeat 2
+    python benchmarks/analysis/run_benchmark.py --size 1000000 --workdir /tmp/perf12-bench --repeat 5
+    python benchmarks/analysis/run_benchmark.py --size 1000000 --workdir /tmp/perf12-bench --analyze --open
 
-Targets (issue #12): ``profile --report`` ≤ 1.5 × ``profile`` alone, ≤ 1 GiB peak.
+Targets (issue #12): ``profile --report`` ≤ 1.5 × ``profile`` alone, ≤ 1 GiB peak; the report generated
+≤ 20 s from the 10^6 set and open ≤ 5 s. The ratio is reported per pair and as the median of the pairs:
+the machine's speed drifts, the two commands of one pair run back to back.
 """
 
 from __future__ import annotations
@@ -28,6 +35,13 @@ from generate import generate  # noqa: E402
 from run_benchmark import run_sampled  # noqa: E402
 
 REPEATS = 4
+_ANALYZE = """
+import sys, time
+started = time.perf_counter()
+from rewardgym.cli.main import main
+code = main(["eval", "analyze", "--inputs", sys.argv[1], "--rollouts", sys.argv[2]])
+print(f"BENCH {time.perf_counter() - started} {code}", file=sys.stderr)
+"""
 _RUNNER = """
 import sys, time
 started = time.perf_counter()
@@ -51,12 +65,33 @@ def run_cli(inputs: Path, rollouts: Path, extra: list[str]) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": cpu, "pss_peak_mib": peak / (1 << 20)}
 
 
+def open_seconds(page_file: Path) -> float:
+    """Seconds from ``goto`` until the report's task browser shows rows, in headless Chromium."""
+    import time
+
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        started = time.perf_counter()
+        page.goto(page_file.as_uri())
+        page.wait_for_selector("#spacer .row", timeout=60_000)
+        seconds = time.perf_counter() - started
+        browser.close()
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1_000_000, help="rollouts (tasks × 4)")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/profile-bench"))
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1, help="pairs to time (0: none)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--analyze", action="store_true", help="also time gym eval analyze alone")
+    parser.add_argument("--open", action="store_true", help="also time opening the report in Chromium")
     args = parser.parse_args()
     folder = args.workdir / f"n{args.size}"
     inputs, rollouts = folder / "bench_materialized_inputs.jsonl", folder / "bench.jsonl"
@@ -89,8 +124,26 @@ def main() -> None:
             f"analysis.json {row['analysis_json_mb']} MB",
             flush=True,
         )
+    if results:
+        ratios = sorted(row["ratio"] for row in results)
+        middle = len(ratios) // 2
+        median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+        print(f"median ratio {median:.2f} over {len(ratios)} pairs (range {ratios[0]:.2f}–{ratios[-1]:.2f})")
+    extra: dict[str, float] = {}
+    if args.analyze:
+        out, err, wall, peak, line = run_sampled([sys.executable, "-c", _ANALYZE, str(inputs), str(rollouts)])
+        if line.split()[2] != "0":
+            raise SystemExit(f"analyze failed:\n{out}\n{err}")
+        extra.update(analyze_s=round(wall, 2), analyze_pss_mib=round(peak / (1 << 20)))
+        print(f"gym eval analyze alone: {wall:.2f} s wall ({extra['analyze_pss_mib']} MiB)", flush=True)
+    if args.open:
+        if not report.exists():
+            raise SystemExit(f"{report} does not exist: run a pair or --analyze first")
+        extra["open_s"] = round(open_seconds(report), 2)
+        size = report.stat().st_size / 1e6
+        print(f"report {size:.1f} MB: first rows {extra['open_s']:.2f} s after goto in headless Chromium")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        args.json.write_text(json.dumps({"pairs": results, **extra}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -174,7 +174,7 @@ def _variants() -> list[dict[str, object]]:
                 response["incomplete_details"] = {"reason": "length"}
             rows.append(row)
     odd = rollout(99, 0)  # a response the specialised path hands back: reasoning, a tool call, two parts
-    odd["response"]["output"] = [  # type: ignore[index]
+    odd["response"]["output"] = [
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": " why "}]},
         {"type": "function_call", "name": "f", "arguments": "{}"},
         {"type": "message", "content": [{"type": "output_text", "text": "a"}, {"text": "b "}]},
@@ -224,7 +224,7 @@ def test_scan_columns_are_the_rows_sorted_by_key(tmp_path: Path) -> None:
 
     _, rollouts = _write(tmp_path, tasks=50)
     rows = [orjson.loads(line) for line in rollouts.read_bytes().splitlines()]
-    expected = sorted((extract_row(row) for row in rows), key=lambda f: (f[0], f[1]))  # type: ignore[index]
+    expected = sorted((extract_row(row) for row in rows), key=lambda f: (f[0], f[1]))
     columns = scan_rollouts(rollouts, workers=1).columns
     for position, name in enumerate(FIELDS):
         got = (
@@ -232,7 +232,7 @@ def test_scan_columns_are_the_rows_sorted_by_key(tmp_path: Path) -> None:
             if name == "agent"
             else getattr(columns, name).tolist()
         )
-        want = [fields[position] for fields in expected]  # type: ignore[index]
+        want = [fields[position] for fields in expected]
         assert np.array_equal(np.array(got, dtype=object), np.array(want, dtype=object)) or (
             np.allclose(np.array(got, float), np.array(want, float), equal_nan=True)
         ), name
