@@ -47,6 +47,7 @@ from rewardgym.analysis.sidecars import (
     wall_time,
 )
 from rewardgym.errors import DataError
+from rewardgym.io.memory import release_freed_memory
 from rewardgym.io.outputs import atomic_writer
 
 _ARRAYS = ("per_task", "per_rollout")
@@ -149,6 +150,7 @@ def analyze_files(
         uncollected_tasks=_uncollected(scan, materialized, materialized_file, failure_tasks),
     )
     analysis = analyze_columns(scan.columns, settings, facts)
+    release_freed_memory()  # the statistics' temporaries: not resident while the files are written
     written: list[Path] = []
     # Every file is written to its temp file first and renamed into place only when the block ends,
     # after ``before_writing`` (the gate of ``profile --report``): all the writing is done while the
@@ -182,6 +184,7 @@ def analyze_files(
             summary = health_summary(scan.columns, analysis.health, len(scan.unreadable))
             write_summary(temp(paths.quality), summary)
             del summary
+            release_freed_memory()
             if report and not health_only:
                 from rewardgym.analysis.report import start_report
 

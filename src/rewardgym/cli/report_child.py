@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rewardgym.io.memory import release_freed_memory
 from rewardgym.io.outputs import remove_stale
 from rewardgym.profile.api import ProfileResult, profile_files
 
@@ -106,10 +107,10 @@ def profile_and_report(
         from rewardgym.profile.compute.special import ufuncs
 
         ufuncs()  # scipy's special functions, which both processes use: loaded once, before the fork
-        _trim_heap()  # the freed parts: not a resident part of the child's copy of this process
+        release_freed_memory()  # the freed parts: not a resident part of the child's copy of this process
         report.child = _fork(report)
         report.merged = None  # the child's now: freed here, it is no longer shared
-        _trim_heap()
+        release_freed_memory()
 
     try:
         result = profile_files(
@@ -126,7 +127,7 @@ def profile_and_report(
             _abandon(report.child)
         raise
     if report.child is not None:  # the profile's temporaries are freed: not resident beside the child
-        _trim_heap()
+        release_freed_memory()
     return result, report
 
 
@@ -137,7 +138,7 @@ def finish_report(report: Report) -> list[str]:
         # writing (the analysis document, the summary, the page: large strings) waits for this so that
         # it never coincides with the profile's own writing.
         gc.collect()  # the profile's objects in reference cycles, before the trim
-        _trim_heap()
+        release_freed_memory()
         with contextlib.suppress(BrokenPipeError):  # the child died: its (missing) answer says so
             os.write(report.child.gate, _GO)
         _close_gate(report.child)
@@ -192,7 +193,7 @@ def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - r
         try:
             assert report.merged is not None
             scan, report.merged = report.merged.sorted(), None
-            _trim_heap()  # the file-order columns, just freed: not resident beside the parent's copy
+            release_freed_memory()  # the file-order table, just freed
             result = analyze_files(
                 report.inputs,
                 report.rollouts,
@@ -254,13 +255,3 @@ def _map_large_blocks() -> None:
 
     with contextlib.suppress(OSError, AttributeError):  # not glibc: its allocator decides
         ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, 8 << 20)
-
-
-def _trim_heap() -> None:
-    """Give freed heap memory back to the system: glibc otherwise keeps it resident for reuse, and a
-    forked process still sharing those pages would then hold them twice once they are reused."""
-    import ctypes
-
-    # The running program's own symbols (no library search: that would spawn ``ldconfig``).
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim the same way
-        ctypes.CDLL(None).malloc_trim(0)
