@@ -1,7 +1,9 @@
 """What the analysis takes from one parsed rollout row (pure; no I/O).
 
-Contract of :func:`extract_row`: returns the tuple :data:`FIELDS` describes, or a one-line problem string
-when the row has no usable key (``_ng_task_index`` / ``_ng_rollout_index`` missing or not an integer).
+Contract of :func:`pack_row`: returns the row's :data:`FIELDS` packed as one :data:`RECORD` (the agent as
+an index into this process's :func:`agent_names`), or a one-line problem string when the row has no usable
+key (``_ng_task_index`` / ``_ng_rollout_index`` missing, not an integer, or beyond 64 bits);
+:func:`extract_row` gives the same fields as a tuple (numbers as floats, the agent's name).
 Numbers that are absent or not numeric become NaN; booleans count as numbers only for ``reward``. Text is
 the ``output_text`` (or ``text``) of message items of ``response.output``; reasoning is the summary /
 content text of ``reasoning`` items; tool calls are items whose ``type`` ends in ``_call`` (NeMo Gym's

@@ -6,13 +6,15 @@ Contract of :func:`profile_and_report(inputs, rollouts, ..., overlap)` (returns 
 - ``overlap=False``: the profile, then the analysis of its rows in this process (``analyze_files`` on
   the ``Scan`` the profile's row hook built) — the serial path;
 - ``overlap=True`` (default: from :data:`OVERLAP_FROM` input rows; where ``os.fork`` exists): as soon
-  as the profile's readers have returned the rows, their columns are merged here and a forked child
-  sorts them (the ``Scan``) and computes the analysis while this process finishes the profile
-  (alignment, statistics, its three files: about as long, on the other core). The child writes its
-  files only once the profile is written and its memory freed: it waits on a pipe for a go byte, so
-  that the analysis' large strings never coincide with the profile's writing (the peak stays under
-  1 GiB at 10^6 rollouts); a profile that fails closes the pipe and the child exits without writing
-  anything. The files are byte-identical to the serial path's: same functions, same inputs.
+  as the profile's readers have returned the rows, their records are joined here (``merge_parts``) and
+  a forked child sorts them (the ``Scan``), computes the analysis and writes every file to its temp file
+  (synced) while this process finishes the profile (alignment, statistics, its three files). Nothing is
+  put in place before the profile is written: the child then waits on a pipe for a go byte, and only
+  after it appends the report's last part (the profile's agent- and repeat-level metrics, written by
+  then) and renames its files into place. The analysis writes a column or a block at a time, so its
+  writing alongside the profile's keeps the peak under 1 GiB at 10^6 rollouts. A profile that fails
+  closes the pipe without a go and the child exits, its temp files removed: no analysis file appears.
+  The files are byte-identical to the serial path's: same functions, same inputs.
 - :func:`finish_report` prints the analysis summary after the profile's (the child sends its lines back
   through a pipe). A child that failed with an exception sends it back (pickled) and it is raised here,
   so the user sees exactly the one-line error of the serial path (exit non-zero); a child that died
