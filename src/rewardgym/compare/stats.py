@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rewardgym.analysis.columns import FloatArray, IntArray
+from rewardgym.profile.compute.special import ufuncs
 
 TRANSITIONS = ("newly_solved", "newly_failed", "improved", "regressed", "unchanged")
 NEWLY_SOLVED, NEWLY_FAILED, IMPROVED, REGRESSED, UNCHANGED = range(5)
@@ -87,8 +88,7 @@ def prob_b_better(n_a: IntArray, s_a: IntArray, n_b: IntArray, s_b: IntArray) ->
     """P(p_B > p_A) under the two Jeffreys posteriors, per task."""
     if n_a.shape[0] == 0:
         return np.zeros(0, np.float64)
-    from scipy.special import betainc, betaincinv
-
+    betainc, betaincinv = ufuncs().betainc, ufuncs().betaincinv
     unique, inverse = combos(n_a, s_a, n_b, s_b)
     u = (np.arange(_QUANTILE_POINTS) + 0.5) / _QUANTILE_POINTS
     out = np.empty(unique.shape[0], np.float64)
@@ -141,8 +141,7 @@ class Bootstrap:
 def critical(level: float, tasks: int) -> float:
     """The critical value of the expanded interval: sqrt(T / (T − 1)) · t₁₋α/₂ with T − 1 degrees of
     freedom (the plain percentile interval's is z₁₋α/₂, too small for few tasks)."""
-    from scipy.special import stdtrit
-
+    stdtrit = ufuncs().stdtrit
     if tasks < 2:
         raise ValueError("a paired bootstrap needs at least two tasks")
     return math.sqrt(tasks / (tasks - 1)) * float(stdtrit(tasks - 1, 1 - (1 - level) / 2))
@@ -150,8 +149,7 @@ def critical(level: float, tasks: int) -> float:
 
 def expanded_tail(level: float, tasks: int) -> float:
     """Tail probability of the expanded percentile interval: Φ(−critical) (Hesterberg 2015)."""
-    from scipy.special import ndtr
-
+    ndtr = ufuncs().ndtr
     return float(ndtr(-critical(level, tasks)))
 
 
@@ -188,15 +186,13 @@ def verdict(boot: Bootstrap) -> str:
 
 def minimum_detectable(se: float, level: float, power: float, tasks: int) -> float:
     """Smallest true difference detected with ``power`` by the two-sided test at ``level``."""
-    from scipy.special import ndtri
-
+    ndtri = ufuncs().ndtri
     return float((critical(level, tasks) + ndtri(power)) * se)
 
 
 def power_at(delta: float, se: float, level: float, tasks: int) -> float:
     """Power of the two-sided test at a true difference ``delta``."""
-    from scipy.special import ndtr
-
+    ndtr = ufuncs().ndtr
     z = critical(level, tasks)
     if se <= 0:
         return 1.0 if delta != 0 else 0.0

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rewardgym.profile.compute.special import ufuncs
+
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -124,7 +126,7 @@ def fit_prior(n: IntArray, s: IntArray) -> Prior:
     seen = n > 0
     if not np.any(seen):
         return UNIFORM_PRIOR
-    from scipy.special import betaln, gammaln  # lazily: scipy takes ~0.4 s to import
+    betaln, gammaln = ufuncs().betaln, ufuncs().gammaln  # scipy's, without importing scipy.special
 
     pairs, counts_ = np.unique(np.stack([n[seen], s[seen]], axis=1), axis=0, return_counts=True)
     counts = counts_.astype(np.float64)
@@ -158,8 +160,7 @@ def fit_prior(n: IntArray, s: IntArray) -> Prior:
 
 def p_solvable_given_all_fail(n: IntArray, prior: Prior) -> FloatArray:
     """P(p > 0 | no pass in n rollouts) under ``prior``."""
-    from scipy.special import betaln
-
+    betaln = ufuncs().betaln
     between = prior.between * np.exp(betaln(prior.a, prior.b + n) - betaln(prior.a, prior.b))
     return np.asarray(between / (prior.never + between), dtype=np.float64)
 
@@ -174,8 +175,7 @@ def unsettled(n: IntArray, s: IntArray, policy: AdaptivePolicy, prior: Prior | N
     """Whether each task's decision is still open (see the module doc). ``n == 0`` is always open."""
     doubt = 1.0 - policy.confidence
     if policy.boundary is not None:
-        from scipy.special import betainc
-
+        betainc = ufuncs().betainc
         below = betainc(s + 0.5, n - s + 0.5, policy.boundary)  # Jeffreys P(p <= boundary)
         return np.asarray((n == 0) | ((below < policy.confidence) & (below > doubt)), dtype=np.bool_)
     prior = prior if prior is not None else fit_prior(n, s)
