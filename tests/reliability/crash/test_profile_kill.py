@@ -11,6 +11,7 @@ uninterrupted run's.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -29,6 +30,7 @@ from tests.stubs.processes import REPO_ROOT, GymProcess, describe, marked_proces
 TASKS = 30_000
 REPEATS = 4
 OUTPUTS = ("c_reward_profiling.jsonl", "c_agent_metrics.json", "c_repeat_level_metrics.json")
+KILL_ATTEMPTS = 5
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,14 @@ def _spools(pid: int) -> list[Path]:
     for base in {Path("/dev/shm"), Path(tempfile.gettempdir())}:
         found += base.glob(f"{SPOOL_LABEL}{MARKER}{pid}-*")
     return found
+
+
+def _reading(pid: int) -> bool:
+    """The profiler with ``pid`` has chunks in its spool: its workers are reading."""
+    try:
+        return any(any(spool.iterdir()) for spool in _spools(pid))
+    except FileNotFoundError:  # the spool went between the listing and the look inside: reading ended
+        return False
 
 
 def _kill_when(gym: GymProcess, ready: Callable[[], bool]) -> list[psutil.Process]:
@@ -106,12 +116,24 @@ def test_kill_while_reading_leaves_no_worker_and_the_next_run_removes_the_spool(
     collection: tuple[Path, dict[str, bytes]],
 ) -> None:
     folder, expected = collection
-    marker = new_marker()
-    gym = _profile(folder, marker)
-    helpers = _kill_when(gym, lambda: any(any(s.iterdir()) for s in _spools(gym.pid)))
+    # The read lasts a fraction of a second: on a loaded machine the kill can land just after the last
+    # chunk left the spool and the folder was removed. Such a run proves nothing either way (it is
+    # still checked to leave no process); the scenario is run again, up to KILL_ATTEMPTS times.
+    for _ in range(KILL_ATTEMPTS):
+        marker = new_marker()
+        gym = _profile(folder, marker)
+        helpers = _kill_when(gym, functools.partial(_reading, gym.pid))
+        _no_process_left(marker, helpers)
+        leftovers = _spools(gym.pid)
+        if leftovers:
+            break
+        for path in folder.iterdir():  # what the missed run left (a temp output file): the next run's
+            if MARKER in path.name:
+                path.unlink()
+    else:
+        pytest.fail(f"the kill never landed while the workers read ({KILL_ATTEMPTS} attempts)")
     assert helpers, "the profiler had no reading workers when it was killed"
-    _no_process_left(marker, helpers)
-    _rerun_cleans_up(folder, _spools(gym.pid), expected)
+    _rerun_cleans_up(folder, leftovers, expected)
 
 
 def test_kill_while_writing_leaves_no_writer_and_the_next_run_removes_the_temp_file(
