@@ -119,3 +119,16 @@ def test_profile_report_on_bad_input_writes_nothing(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert run.stderr.startswith(f"Error: {rollouts}:13") and run.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "run_materialized_inputs.jsonl"]
+
+
+def test_profile_report_on_an_index_beyond_64_bits_is_the_profile_error(tmp_path: Path) -> None:
+    """The analysis' record of the row fails to pack such an index: it must give way to the profile's own
+    one-line error for the line, not a traceback."""
+    inputs, rollouts = _run_files(tmp_path)
+    rollouts.write_bytes(rollouts.read_bytes() + orjson.dumps(rollout(2**63, 0)) + b"\n")
+    run = cli("eval", "profile", "--inputs", str(inputs), "--rollouts", str(rollouts), "--report")
+    assert run.returncode == 1
+    assert (
+        run.stderr == f"Error: {rollouts}:13: '_ng_task_index' is out of the 64-bit integer range: {2**63}\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "run_materialized_inputs.jsonl"]

@@ -183,9 +183,10 @@ def _variants() -> list[dict[str, object]]:
     return rows
 
 
-def test_the_per_layout_record_equals_pack_row() -> None:
-    from rewardgym.analysis.extract import pack_row
-    from rewardgym.analysis.record_layouts import layout_record
+def test_the_fast_records_equal_the_general_extraction() -> None:
+    """The per-layout record and ``pack_row`` (both generated from one template) against the general
+    path that checks every rule as it goes, on rows of 33 layouts."""
+    from rewardgym.analysis.extract import extract_general, layout_record, pack_row
     from rewardgym.profile.read.row_layouts import usage_of
 
     checked = 0
@@ -194,9 +195,22 @@ def test_the_per_layout_record_equals_pack_row() -> None:
         record = layout_record(row, usage)
         assert record is not None
         values = [*row.values(), *(usage.values() if usage is not None else ())]
-        assert record(row, *values) == pack_row(row), row
+        assert record(row, *values) == extract_general(row) == pack_row(row), row
         checked += 1
     assert checked == 33
+
+
+def test_an_index_beyond_64_bits_is_a_key_problem_in_every_path() -> None:
+    from rewardgym.analysis.extract import extract_general, layout_record, pack_row
+    from rewardgym.profile.read.row_layouts import usage_of
+
+    row = rollout(2**63, 0)
+    usage = usage_of(row)
+    record = layout_record(row, usage)
+    assert record is not None
+    values = [*row.values(), *(usage.values() if usage is not None else ())]
+    problems = {record(row, *values), pack_row(row), extract_general(row)}
+    assert len(problems) == 1 and "_ng_task_index" in str(problems.pop())
 
 
 def test_hook_columns_equal_the_analysis_read_on_many_layouts(tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
+from rewardgym.analysis.record_source import layout_source, usual_source
 from rewardgym.profile.read.extract import KeyProblem, row_key
 
 TASK_INDEX = "_ng_task_index"
@@ -107,92 +109,8 @@ def response_text(row: dict[str, Any]) -> tuple[str, str]:
     return "".join(texts), "".join(reasoning)
 
 
-def _record(row: dict[str, Any]) -> bytes | str:
-    """The analysis fields of one rollout row packed, or what is wrong with its key.
-
-    It runs once per rollout line, so the usual row — integer keys and token counts, one message of one
-    text part — is read here with direct indexing and no other branch; any other row (a missing key, a
-    null, a list of several items…) takes :func:`_extract_any`, which applies every rule. Both give the
-    same fields for a row of the usual shape (tested).
-    """
-    try:
-        task = row[TASK_INDEX]
-        rollout = row[ROLLOUT_INDEX]
-        response = row["response"]
-        usage = response["usage"]
-        tokens_in: Any = usage["input_tokens"]
-        tokens_out: Any = usage["output_tokens"]
-        total: Any = usage["total_tokens"]
-        output = response["output"]
-        item = output[0]
-        content = item["content"]
-        text = content[0]["text"]
-    except (KeyError, TypeError, IndexError):
-        return _extract_any(row)
-    if not (
-        type(task) is int
-        and type(rollout) is int
-        and type(response) is dict
-        and type(usage) is dict
-        and type(tokens_in) is int
-        and type(tokens_out) is int
-        and type(total) is int
-        and type(output) is list
-        and len(output) == 1
-        and type(item) is dict
-        and item.get("type") == "message"
-        and type(content) is list
-        and len(content) == 1
-        and type(content[0]) is dict
-        and type(text) is str
-    ):
-        return _extract_any(row)
-    raw: Any = row.get("reward")
-    kind = type(raw)
-    cap: Any = response.get("max_output_tokens")
-    if type(cap) is not int and type(cap) is not float:
-        cap = NAN
-        params = row.get("responses_create_params")
-        if type(params) is dict:
-            value: Any = params.get("max_output_tokens", _ABSENT)
-            if value is _ABSENT:
-                value = params.get("max_tokens")
-            if type(value) is int or type(value) is float:
-                cap = value
-    details = response.get("incomplete_details")
-    if text and (text[0].isspace() or text[-1].isspace()):
-        text = text.strip()
-    perf = row.get("ng_perf")
-    agent_ref = row.get("agent_ref")
-    if "extracted_answer" in row:
-        value = row["extracted_answer"]
-        extracted = 0 if value is None or (type(value) is str and not value.strip()) else 1
-    else:
-        extracted = -1
-    return _pack(
-        task,
-        rollout,
-        raw if kind is float or kind is int or kind is bool else NAN,
-        tokens_in,
-        tokens_out,
-        total,
-        cap,
-        response.get("status") == "incomplete"
-        or (type(details) is dict and details.get("reason") in LENGTH_REASONS),
-        len(text),
-        0,
-        0,
-        number(perf.get("num_turns")) if type(perf) is dict else NAN,
-        extracted,
-        (hash(text) & HASH_MASK) or 1 if text else 0,
-        row.get("mask_sample"),
-        agent_index(agent_ref.get("name")) if type(agent_ref) is dict else -1,
-        True,
-    )
-
-
-def _extract_any(row: dict[str, Any]) -> bytes | str:
-    """:func:`extract_row` for a row of any shape: every rule of the module doc, checked as it goes."""
+def extract_general(row: dict[str, Any]) -> bytes | str:
+    """:func:`pack_row` for a row of any shape: every rule of the module doc, checked as it goes."""
     task = row.get(TASK_INDEX)
     rollout = row.get(ROLLOUT_INDEX)
     if type(task) is not int:
@@ -276,25 +194,34 @@ def _extract_any(row: dict[str, Any]) -> bytes | str:
         extracted = 0 if value is None or (type(value) is str and not value.strip()) else 1
     else:
         extracted = -1
-    return _pack(
-        task,
-        rollout,
-        reward,
-        tokens_in,
-        tokens_out,
-        total,
-        cap,
-        incomplete,
-        len(text),
-        reasoning_chars,
-        calls,
-        turns,
-        extracted,
-        (hash(text) & HASH_MASK) or 1 if text else 0,
-        row.get("mask_sample"),
-        agent_index(agent) if type(agent) is str else -1,
-        type(response) is dict,
-    )
+    try:
+        return _pack(
+            task,
+            rollout,
+            reward,
+            tokens_in,
+            tokens_out,
+            total,
+            cap,
+            incomplete,
+            len(text),
+            reasoning_chars,
+            calls,
+            turns,
+            extracted,
+            (hash(text) & HASH_MASK) or 1 if text else 0,
+            row.get("mask_sample"),
+            agent_index(agent) if type(agent) is str else -1,
+            type(response) is dict,
+        )
+    except struct.error:  # an index beyond 64 bits
+        return key_problem(row)
+
+
+def key_problem(row: dict[str, Any]) -> str:
+    """What is wrong with the key of a row whose indices do not fit 64 bits (the profile's words)."""
+    key = row_key(row)
+    return key.message if isinstance(key, KeyProblem) else "an index is out of range"
 
 
 def agent_index(name: Any) -> int:
@@ -313,13 +240,44 @@ def agent_names() -> list[str]:
     return list(_AGENT_NAMES)
 
 
-def pack_row(row: dict[str, Any]) -> bytes | str:
-    """The analysis fields of one rollout row as one :data:`RECORD`, or what is wrong with its key."""
-    try:
-        return _record(row)
-    except struct.error:  # an index beyond the 64-bit range (the profile reports the same line)
-        key = row_key(row)
-        return key.message if isinstance(key, KeyProblem) else "an index is out of range"
+_NAMESPACE: dict[str, Any] = {
+    "extract_any": extract_general,
+    "key_problem": key_problem,
+    "struct_error": struct.error,
+    "pack": _pack,
+    "NAN": NAN,
+    "ABSENT": _ABSENT,
+    "MASK": HASH_MASK,
+    "LENGTH_REASONS": LENGTH_REASONS,
+    "number": number,
+    "agent_index": agent_index,
+    "AGENTS": AGENT_INDEX,
+}
+"""What the generated record functions refer to (:mod:`rewardgym.analysis.record_source`)."""
+
+
+def _compile(source: str) -> Callable[..., bytes | str]:
+    namespace = dict(_NAMESPACE)
+    exec(source, namespace)  # the source holds no value of any row: only local names and constants
+    function: Callable[..., bytes | str] = namespace["record"]
+    return function
+
+
+pack_row: Callable[[dict[str, Any]], bytes | str] = _compile(usual_source())
+# Named as what it is here: the profile's readers pickle their row hook (by module and name) to send it
+# to their workers.
+pack_row.__module__, pack_row.__name__, pack_row.__qualname__ = __name__, "pack_row", "pack_row"
+"""The analysis fields of one rollout row as one :data:`RECORD`, or what is wrong with its key: the usual
+row read fast (:func:`rewardgym.analysis.record_source.usual_source`), any other by
+:func:`extract_general`."""
+
+
+def layout_record(row: dict[str, Any], usage: dict[str, Any] | None) -> Callable[..., bytes | str] | None:
+    """:func:`pack_row` specialised for ``row``'s layout, called with its values unpacked — the
+    :class:`~rewardgym.profile.read.chunks.RowHook`'s ``layout`` (see
+    :func:`rewardgym.analysis.record_source.layout_source`); None: not worth it for this layout."""
+    source = layout_source(row, usage)
+    return None if source is None else _compile(source)
 
 
 def extract_row(row: dict[str, Any]) -> Row | str:

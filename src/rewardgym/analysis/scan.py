@@ -30,8 +30,7 @@ import numpy as np
 import orjson
 
 from rewardgym.analysis.columns import IntArray, RolloutColumns, key_order
-from rewardgym.analysis.extract import RECORD, agent_names, pack_row
-from rewardgym.analysis.record_layouts import layout_record
+from rewardgym.analysis.extract import RECORD, agent_names, layout_record, pack_row
 from rewardgym.errors import DataError
 from rewardgym.profile.read.chunks import RowHook
 
