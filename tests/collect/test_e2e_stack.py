@@ -10,16 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from rewardgym.launch.serve import ThreadedServer
 from tests.conftest import EXAMPLES, REPO_ROOT
-from tests.stubs.openai_stub import StubState, start_stub
 
 API_KEY = "sk-collect-e2e-SECRET-4242"
 STACK = """\
@@ -39,16 +36,6 @@ mcqa_simple_agent:
       resources_server: {type: resources_servers, name: mcqa}
       model_server: {type: responses_api_models, name: policy_model}
 """
-
-
-@pytest.fixture
-def upstream() -> Iterator[ThreadedServer]:
-    runner, app = start_stub(StubState(text="\\boxed{B}"))
-    try:
-        yield runner
-    finally:
-        app.released = True
-        runner.stop()
 
 
 def _gym(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,6 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ from rewardgym.collect.watch import AgentDirectory
 from rewardgym.launch.serve import ThreadedServer
 from tests.collect.agent_stub import StubAgent
 from tests.conftest import EXAMPLES, NG_OUTPUTS, REPO_ROOT
-from tests.stubs.openai_stub import StubState, start_stub
 
 # The ng_perf of 0.7.0's own projection for one simple_agent turn (its health-check reference example).
 NEMO_PERF_EXAMPLE = {
@@ -170,16 +168,6 @@ policy_model:
       openai_api_key: ${policy_api_key}
       openai_model: ${policy_model_name}
 """
-
-
-@pytest.fixture
-def upstream() -> Iterator[ThreadedServer]:
-    runner, app = start_stub(StubState(text="\\boxed{B}"))
-    try:
-        yield runner
-    finally:
-        app.released = True
-        runner.stop()
 
 
 @pytest.mark.slow

@@ -91,6 +91,16 @@ class Placed:
         with urllib.request.urlopen(request, timeout=10) as reply:
             return list(orjson.loads(reply.read()))
 
+    def start_other(self, folder: Path) -> GymProcess:
+        """``gym env start --ray`` of ``folder``'s ``stack.yaml`` on this cluster (a second stack, not
+        under this one's marker)."""
+        env_vars = {k: v for k, v in self.env_vars.items() if k != "REWARDGYM_TEST_MARKER"}
+        return GymProcess(
+            ["env", "start", "--config", "stack.yaml", "--ray", self.cluster.address,
+             f"++head_server.port={free_port()}"],
+            cwd=folder, env=env_vars,
+        )  # fmt: skip
+
     def collect(self, rows: Path, agent: str, out: str, concurrency: int = 8) -> GymProcess:
         return GymProcess(
             ["eval", "run", "--no-serve", "--head-url", self.head_url, "--input", str(rows), "--agent", agent,
@@ -308,12 +318,7 @@ def test_losing_a_node_mid_run_costs_only_its_in_flight_rollouts(placed: Placed)
 
 def test_ray_without_the_shared_token_is_refused(tmp_path: Path, placed: Placed) -> None:
     (tmp_path / "stack.yaml").write_text(STACK.format(upstream="http://127.0.0.1:9"))
-    env_vars = {k: v for k, v in placed.env_vars.items() if k != "REWARDGYM_TEST_MARKER"}
-    gym = GymProcess(
-        ["env", "start", "--config", "stack.yaml", "--ray", placed.cluster.address,
-         f"++head_server.port={free_port()}"],
-        cwd=tmp_path, env=env_vars,
-    )  # fmt: skip
+    gym = placed.start_other(tmp_path)
     assert gym.finish(timeout=120) == 1, gym.text
     assert "auth_token: placing the servers on Ray" in gym.text, gym.text
     assert "ready" not in gym.text
@@ -325,12 +330,7 @@ def test_an_instance_no_node_can_take_is_named_before_anything_starts(tmp_path: 
     assert "num_gpus: 1" in stack
     (tmp_path / "stack.yaml").write_text(stack)
     (tmp_path / "env.yaml").write_text(f"auth_token: {TOKEN}\n")
-    env_vars = {k: v for k, v in placed.env_vars.items() if k != "REWARDGYM_TEST_MARKER"}
-    gym = GymProcess(
-        ["env", "start", "--config", "stack.yaml", "--ray", placed.cluster.address,
-         f"++head_server.port={free_port()}"],
-        cwd=tmp_path, env=env_vars,
-    )  # fmt: skip
+    gym = placed.start_other(tmp_path)
     assert gym.finish(timeout=120) == 1, gym.text
     assert "server 'counter' cannot be placed: no node of the Ray cluster offers" in gym.text, gym.text
     assert "'GPU': 1" in gym.text and "ready" not in gym.text

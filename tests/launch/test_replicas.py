@@ -32,13 +32,18 @@ from tests.stubs.processes import (
     start_env,
 )
 
-SESSION_STACK = """\
+POLICY = """\
 policy_model:
   responses_api_models:
     openai_model:
       openai_base_url: {upstream}/v1
       openai_api_key: sk-test
       openai_model: stub
+"""
+
+SESSION_STACK = (
+    POLICY
+    + """\
 counter:
   resources_servers:
     example_session_state_mgmt:
@@ -50,14 +55,11 @@ counter_agent:
       resources_server: {{type: resources_servers, name: counter}}
       model_server: {{type: responses_api_models, name: policy_model}}
 """
+)
 
-SLOW_STACK = """\
-policy_model:
-  responses_api_models:
-    openai_model:
-      openai_base_url: {upstream}/v1
-      openai_api_key: sk-test
-      openai_model: stub
+SLOW_STACK = (
+    POLICY
+    + """\
 slow:
   resources_servers:
     tests.stubs.slow_env:SlowVerifyServer:
@@ -70,6 +72,7 @@ slow_agent:
       resources_server: {{type: resources_servers, name: slow}}
       model_server: {{type: responses_api_models, name: policy_model}}
 """
+)
 
 
 @pytest.fixture

@@ -106,7 +106,7 @@ def _scan_range(path: str, start: int, end: int) -> dict[str, Any]:
                 continue
             rows.append(fields)
             kept.append(index)
-        arrays = _to_arrays(rows)
+        arrays = _records_part(rows)
     finally:
         if enabled:
             gc.enable()
@@ -127,7 +127,7 @@ RECORD_DTYPE = np.dtype(
 assert RECORD_DTYPE.itemsize == RECORD.size
 
 
-def _to_arrays(records: list[bytes]) -> dict[str, Any]:
+def _records_part(records: list[bytes]) -> dict[str, Any]:
     """A chunk's records, joined, with the agent-name table their indices point into."""
     return {"records": b"".join(records), "agent_names": agent_names()}
 
@@ -142,7 +142,7 @@ def _finish_rows(rows: list[Any], offsets: list[int]) -> dict[str, Any]:
         drop = np.array([line - 1 for line, _ in bad], np.int64)
         kept = np.delete(kept, drop)
         rows = [rows[i] for i in kept.tolist()]
-    return {"rows": _to_arrays(rows), "line": kept + 1, "offset": offset[kept], "bad": bad, "blank": 0,
+    return {"rows": _records_part(rows), "line": kept + 1, "offset": offset[kept], "bad": bad, "blank": 0,
             "lines": len(offsets)}  # fmt: skip
 
 
