@@ -313,7 +313,11 @@ def test_losing_a_node_mid_run_costs_only_its_in_flight_rollouts(placed: Placed)
         )
 
     assert poll(slow_back_on_node1, timeout=120, interval=0.5), placed.records()
-    assert {r["status"] for r in placed.records() if r["name"] == "counter"} == {"starting"}
+
+    def counter_pending() -> bool:  # its record turns from ready to starting once the death is seen
+        return {r["status"] for r in placed.records() if r["name"] == "counter"} == {"starting"}
+
+    assert poll(counter_pending, timeout=60, interval=0.5), placed.records()
 
 
 def test_ray_without_the_shared_token_is_refused(tmp_path: Path, placed: Placed) -> None:
