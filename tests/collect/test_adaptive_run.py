@@ -21,8 +21,8 @@ from rewardgym.collect.materialize import MaterializeOptions
 from rewardgym.collect.runner import run_collection
 from rewardgym.collect.settings import CollectSettings
 from rewardgym.errors import UsageError
-from rewardgym.metrics.adaptive import AdaptivePolicy, fit_prior, unsettled
 from rewardgym.profile.api import profile_files
+from rewardgym.stats.adaptive import AdaptivePolicy, fit_prior, unsettled
 from tests.stubs.bernoulli_agent import BernoulliAgent, reward, start_bernoulli_agent
 
 P_SPREAD = [0.0] * 14 + [1.0] * 6 + [0.5, 0.3, 0.7, 0.15, 0.85, 0.5, 0.4, 0.6, 0.25, 0.1]

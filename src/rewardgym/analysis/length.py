@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray, group_value_order
-from rewardgym.analysis.signed_rank import wilcoxon_p
-from rewardgym.profile.compute.special import ufuncs
+from rewardgym.analysis.columns import group_value_order
+from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
+from rewardgym.stats.signed_rank import wilcoxon_p
+from rewardgym.stats.special import ufuncs
 
 
 def _ratio(top: float, bottom: float) -> float | None:

@@ -214,6 +214,6 @@ def _import_analysis() -> None:
     the profile forks workers again later, and a fork during an import would copy its module lock held."""
     import rewardgym.analysis.report
     import rewardgym.cli.analyze_cmd  # noqa: F401
-    from rewardgym.profile.compute.special import ufuncs
+    from rewardgym.stats.special import ufuncs
 
     ufuncs()

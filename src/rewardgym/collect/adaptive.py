@@ -3,7 +3,7 @@
 Contract:
 - The first round is an ordinary materialization with ``initial`` repeats. After every round the rollouts
   file is counted per task (``n`` stored rollouts, ``s`` passes) next to the materialized rows
-  (``allocated``), and :mod:`rewardgym.metrics.adaptive` decides which tasks stay unsettled and how many
+  (``allocated``), and :mod:`rewardgym.stats.adaptive` decides which tasks stay unsettled and how many
   rollouts each gets (caps and budget included).
 - New rollouts are new materialized rows: a copy of the task's first row with the next
   ``_ng_rollout_index`` (max + 1, so each task's indices stay 0..n-1 when they were), its seed renewed with
@@ -30,8 +30,8 @@ from rewardgym.collect.materialize import repeat_row
 from rewardgym.collect.resume import key_of
 from rewardgym.errors import DataError
 from rewardgym.io.jsonl import JsonlAppender, TornLine, iter_jsonl, parse_line, repair_torn_tail
-from rewardgym.metrics.adaptive import AdaptivePolicy, Prior, allocate, classify, fit_prior, unsettled
 from rewardgym.protocol import keys
+from rewardgym.stats.adaptive import AdaptivePolicy, Prior, allocate, classify, fit_prior, unsettled
 
 
 @dataclass

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import IntArray, task_segments
+from rewardgym.analysis.columns import task_segments
 from rewardgym.analysis.scan import scan_rollouts
 from rewardgym.analysis.sidecars import output_paths
 from rewardgym.analysis.uncertainty import pass_counts
@@ -35,6 +35,7 @@ from rewardgym.compare.identity import content_key, field_key, preview
 from rewardgym.errors import DataError
 from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import iter_jsonl, parse_line
+from rewardgym.stats.arrays import IntArray
 
 PROFILE_SUFFIX = "_reward_profiling.jsonl"
 _INDEX = re.compile(rb'"_ng_task_index":\s*(-?\d+)\s*[,}]')

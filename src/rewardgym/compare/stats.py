@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rewardgym.analysis.columns import FloatArray, IntArray
-from rewardgym.profile.compute.special import ufuncs
+from rewardgym.stats.arrays import FloatArray, IntArray
+from rewardgym.stats.special import ufuncs
 
 TRANSITIONS = ("newly_solved", "newly_failed", "improved", "regressed", "unchanged")
 NEWLY_SOLVED, NEWLY_FAILED, IMPROVED, REGRESSED, UNCHANGED = range(5)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rewardgym.profile.compute.profiler import Profile
-from rewardgym.profile.compute.tinterval import CONFIDENCE, t_quantile
+from rewardgym.stats.tinterval import CONFIDENCE, t_quantile
 
 BAND_LABELS = ("0 %", "(0–20 %]", "(20–40 %]", "(40–60 %]", "(60–80 %]", "(80–100 %)", "100 %")
 """Pass-rate bands, lowest first."""
