@@ -10,16 +10,22 @@ Contract:
   analysis' pass threshold differs from the one the rule counted passes with, the rule's sufficient
   statistic does not hold the analysis' passes: the estimate is then the mean of the task's first round,
   which is unbiased too (and noisier).
+- :func:`adaptive_task_rates`: the same estimates read from a run's rollouts file (``gym eval profile``'s
+  summary of an adaptive run).
 - :data:`FIXED_LABEL` / :data:`ADAPTIVE_LABEL` name the estimate wherever it is shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rewardgym.analysis.columns import task_segments
+from rewardgym.analysis.scan import scan_rollouts
+from rewardgym.analysis.sidecars import output_paths, read_run
 from rewardgym.stats.adaptive import AdaptivePolicy
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 from rewardgym.stats.sequential import blocks_from_rollouts, rao_blackwell
@@ -64,3 +70,25 @@ def design_estimates(
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = blocks.x[rows, first] / blocks.m[rows, first]
     return np.asarray(np.where(blocks.m[rows, first] > 0, mean, np.nan), dtype=np.float64)
+
+
+def adaptive_task_rates(
+    rollouts: Path, pass_threshold: float | None = None
+) -> tuple[FloatArray, AdaptivePolicy] | None:
+    """For an adaptive run (its ``<stem>_run.json`` beside ``rollouts`` says so): each task's estimate,
+    unbiased under the stopping rule, read from the rollouts file; None for a fixed design. The pass
+    threshold is the rule's own unless given."""
+    policy = adaptive_policy(read_run(output_paths(rollouts).run_file))
+    if policy is None:
+        return None
+    columns = scan_rollouts(rollouts).columns
+    threshold = policy.pass_threshold if pass_threshold is None else pass_threshold
+    counted = ~columns.masked & np.isfinite(columns.reward)
+    with np.errstate(invalid="ignore"):
+        passed = counted & (columns.reward >= threshold)
+    task, _ = task_segments(columns.task)
+    task_pos = np.cumsum(np.concatenate(([0], (columns.task[1:] != columns.task[:-1]).astype(np.int64))))
+    rates = design_estimates(policy, task_pos.astype(np.int64), int(task.shape[0]), columns.rollout, counted,
+                             passed, threshold)  # fmt: skip
+    assert rates is not None
+    return np.asarray(rates[~np.isnan(rates)], dtype=np.float64), policy
