@@ -119,8 +119,9 @@ def length_section(doc: dict[str, Any], analysis: Analysis) -> str:
         ("tasks with passing and failing rollouts", _num(w["tasks"])),
         ("median (passing − failing) output tokens within a task", _num(w["median_difference"], 1)),
         ("Wilcoxon signed-rank p", _num(w["wilcoxon_p"], 4)),
-        ("Spearman, pooled", _num(sp["pooled"], 3)),
+        ("Spearman, pooled (description: rollouts of a task are not independent)", _num(sp["pooled"], 3)),
         ("Spearman, within task", _num(sp["within_task"], 3)),
+        ("within-task permutation p", _num(sp["within_task_p"], 4)),
     ]
     table = "".join(f"<tr><td>{k}</td><td class=num>{v}</td></tr>" for k, v in facts)
     return (
