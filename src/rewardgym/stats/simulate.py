@@ -25,7 +25,7 @@ import numpy as np
 
 from rewardgym.stats.adaptive import AdaptivePolicy, allocate, unsettled
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
-from rewardgym.stats.prior import Prior, fit_priors
+from rewardgym.stats.prior import Prior, PriorFit, fit_priors
 from rewardgym.stats.sequential import Blocks
 
 Sampler = Callable[[np.random.Generator, int], FloatArray]
@@ -107,7 +107,7 @@ def fixed_run(p: FloatArray, repeats: int, rng: np.random.Generator) -> Blocks:
 class AdaptiveRun:
     blocks: Blocks
     allocated: IntArray
-    fits: list[object]
+    fits: list[PriorFit | None]
     """The prior fit after every round (what the rule used), for replaying."""
 
 
@@ -135,7 +135,7 @@ def adaptive_run(
     outcomes = outcomes[:, : policy.max_per_task]
     allocated = np.full(tasks, min(policy.initial, policy.max_per_task), np.int64)
     history = [allocated.copy()]
-    fits: list[object] = []
+    fits: list[PriorFit | None] = []
     spent = int(allocated.sum())
     while True:
         columns = np.arange(policy.max_per_task)[None, :] < allocated[:, None]
