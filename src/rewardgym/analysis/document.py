@@ -101,9 +101,9 @@ def _grpo(forecast: Forecast, passes: TaskPasses, settings: Settings) -> dict[st
         groups.append(row)
     return {
         "method": "binary tasks: E[p^G + (1-p)^G] under each task's posterior given the pool's fitted "
-                  "prior (point masses at 0 and 1 plus a Beta, maximum marginal likelihood); "
+                  "prior (weights on p = 0, a grid in between and p = 1, maximum marginal likelihood); "
                   "others: plug-in sum_v f_v^G",
-        "prior": forecast.fit.best.as_dict(),
+        "prior": forecast.prior.as_dict(),
         "binary_tasks": int(np.count_nonzero(forecast.binary & (passes.n > 0))),
         "plugin_tasks": int(np.count_nonzero(~forecast.binary & (passes.n > 0))),
         "default_group_size": settings.default_group,
@@ -150,7 +150,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
     forecast = Forecast(*pass_counts(starts, counted, passed), binary, owner, freq)
     passes = task_passes(task_ids, starts, counted, passed, epsilon=settings.settle_epsilon,
                          confidence=settings.confidence, estimate=estimate,
-                         prior=forecast.fit.best)  # fmt: skip
+                         prior=forecast.prior)  # fmt: skip
     cut = columns.cut_off
     length = length_analysis(task_pos, counted, columns.reward, passed, columns.output_tokens, cut)
     mean_tokens, per_solve = task_tokens_per_solve(

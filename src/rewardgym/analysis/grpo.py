@@ -4,13 +4,15 @@ A GRPO group of G rollouts of one task gives no gradient when all G rewards are 
 
 - a task is *binary* when every counted reward is 0 or 1. Its probability that a fresh group is all-equal
   is the posterior predictive E[p^G + (1 − p)^G] under the pool's fitted prior
-  (:mod:`rewardgym.stats.prior`: point masses at 0 and 1 plus a Beta, fitted to the binary tasks by
-  maximum marginal likelihood) — :meth:`rewardgym.stats.posterior.TaskPosterior.all_equal`. A Jeffreys
+  (:func:`rewardgym.stats.prior.fit_pool_prior`: weights on p = 0, on a grid in between and on p = 1,
+  fitted to the binary tasks by maximum marginal likelihood) —
+  :meth:`rewardgym.stats.posterior.TaskPosterior.all_equal`. A Jeffreys
   posterior per task (the earlier forecast) puts no mass at 0 or 1 and was 5–14 points off on pools with
   many never / always solved tasks; this one is within 2 points in the calibration suite
-  (``benchmarks/statistics``). :meth:`Forecast.share_range` gives the forecast under every prior the
-  data cannot rule out (with few repeats, G well above the repeats is an extrapolation: the range says
-  how far it can go);
+  (``benchmarks/statistics``) wherever G is at most twice the repeats. :meth:`Forecast.share_range` gives
+  the forecast under the grid prior and every parametric prior the data cannot rule out: with few
+  repeats a G well above them is an extrapolation (0 of 4 cannot tell a task never solved from one solved
+  one time in twenty), and the range says how far it can go;
 - any other task uses the plug-in Σ_v f_v^G over its observed reward values v with frequencies f_v (no
   prior: with few repeats it overstates the zero-signal chance of a task whose values all agree);
 - tasks without counted rollouts are left out (NaN);
@@ -28,7 +30,7 @@ import numpy as np
 
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 from rewardgym.stats.posterior import TaskPosterior, posterior
-from rewardgym.stats.prior import Prior, PriorFit, fit_priors
+from rewardgym.stats.prior import GridPrior, Prior, PriorFit, fit_pool_prior, fit_priors
 
 DEFAULT_GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 DEFAULT_TARGET = 0.5
@@ -82,8 +84,8 @@ class Forecast:
         keep = ~binary[owner] if owner.shape[0] else np.zeros(0, np.bool_)
         self.owner, self.freq = owner[keep], freq[keep]
         fitted = binary & (n > 0)
-        self.fit: PriorFit = fit_priors(n[fitted], s[fitted])
-        self.posterior: TaskPosterior = posterior(n, s, self.fit.best)
+        self.prior: GridPrior = fit_pool_prior(n[fitted], s[fitted])
+        self.posterior: TaskPosterior = posterior(n, s, self.prior)
         self._all_equal: dict[int, FloatArray] = {}
         """``all_equal`` per group size: the document asks for each size under three task filters and
         the bisections revisit sizes."""
@@ -123,12 +125,17 @@ class Forecast:
         pairs, weight = np.unique(
             np.stack([self.n[binary], self.s[binary]], axis=1), axis=0, return_counts=True
         )
-        shares = []
-        for never, always, a, b in self.fit.plausible.tolist():
+        kept = int(np.count_nonzero(counted))
+        shares = [self.informative_share(group) or 0.0]
+        plausible = self._plausible()
+        for never, always, a, b in plausible.plausible.tolist():
             other = posterior(pairs[:, 0], pairs[:, 1], Prior(never, always, a, b))
-            total = fixed + float(other.all_equal(group) @ weight)
-            shares.append(1.0 - total / int(np.count_nonzero(counted)))
+            shares.append(1.0 - (fixed + float(other.all_equal(group) @ weight)) / kept)
         return min(shares), max(shares)
+
+    def _plausible(self) -> PriorFit:
+        fitted = self.binary & (self.n > 0)
+        return fit_priors(self.n[fitted], self.s[fitted])
 
     def smallest_group(
         self, target: float, keep: BoolArray | None = None, limit: int = GROUP_LIMIT

@@ -31,7 +31,7 @@ import numpy as np
 
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 from rewardgym.stats.posterior import TaskPosterior, posterior
-from rewardgym.stats.prior import Prior, fit_prior
+from rewardgym.stats.prior import GridPrior, Prior, fit_pool_prior
 from rewardgym.stats.special import ufuncs
 
 CONFIDENCE = 0.95
@@ -54,7 +54,7 @@ class TaskPasses:
     band: IntArray
     band_probability: FloatArray
     settled: BoolArray
-    prior: Prior
+    prior: GridPrior | Prior
     """The pool's fitted prior the posterior numbers come from."""
 
 
@@ -147,7 +147,7 @@ def task_passes(
     epsilon: float = DEFAULT_EPSILON,
     confidence: float = CONFIDENCE,
     estimate: FloatArray | None = None,
-    prior: Prior | None = None,
+    prior: GridPrior | Prior | None = None,
 ) -> TaskPasses:
     """Everything of section 1 per task (see module doc). ``estimate`` replaces s / n (adaptive runs);
     ``prior`` is the pool's fitted prior (fitted to these counts when not given)."""
@@ -165,7 +165,7 @@ def numbers_from_counts(
     epsilon: float = DEFAULT_EPSILON,
     confidence: float = CONFIDENCE,
     estimate: FloatArray | None = None,
-    prior: Prior | None = None,
+    prior: GridPrior | Prior | None = None,
 ) -> TaskPasses:
     """:func:`task_passes` from per-task counts (profiles and selections have no columns)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -173,7 +173,7 @@ def numbers_from_counts(
     rate = observed if estimate is None else np.where(n > 0, estimate, np.nan)
     low, high = jeffreys(n, s, confidence)
     band = band_of(rate)
-    prior = prior if prior is not None else fit_prior(n, s)
+    prior = prior if prior is not None else fit_pool_prior(n, s)
     probability, settled = settled_by_posterior(band, posterior(n, s, prior), epsilon, confidence)
     return TaskPasses(
         task=task,

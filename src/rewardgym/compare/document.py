@@ -28,7 +28,7 @@ from rewardgym.compare.match import Matching
 from rewardgym.compare.runs import RunTasks
 from rewardgym.profile import BAND_LABELS
 from rewardgym.stats.posterior import posterior
-from rewardgym.stats.prior import fit_prior
+from rewardgym.stats.prior import fit_pool_prior
 
 SCHEMA_VERSION = 1
 POWER_DELTAS = (0.01, 0.02, 0.05, 0.1)
@@ -83,7 +83,7 @@ def _sampling_se(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
     """The no-change SE of the mean difference (:func:`rewardgym.compare.stats.sampling_se`)."""
     n = a["n"] + b["n"]
     s = a["passes"] + b["passes"]
-    variance = posterior(n, s, fit_prior(n, s)).expectation_var()
+    variance = posterior(n, s, fit_pool_prior(n, s)).expectation_var()
     return stats.sampling_se(variance, a["estimate_rollouts"], variance, b["estimate_rollouts"])
 
 

@@ -135,14 +135,14 @@ def _posterior_terms(values: list[list[float]]) -> tuple[Any, list[bool]] | None
     import numpy as np
 
     from rewardgym.stats.posterior import posterior  # numpy and scipy: only runs with unequal repeats pay
-    from rewardgym.stats.prior import fit_prior
+    from rewardgym.stats.prior import fit_pool_prior
 
     binary = [bool(v) and all(x in (0, 1) for x in v) for v in values]
     if not any(binary):
         return None
     n = np.array([len(v) for v, b in zip(values, binary, strict=True) if b], np.int64)
     s = np.array([int(sum(v)) for v, b in zip(values, binary, strict=True) if b], np.int64)
-    return posterior(n, s, fit_prior(n, s)), binary
+    return posterior(n, s, fit_pool_prior(n, s)), binary
 
 
 def _unequal_metrics(
