@@ -140,8 +140,8 @@ def main() -> None:
     )
     print("|---|" + "---|" * (len(BUCKETS) + 2))
     for name in names:
-        sums = sum(r.bias_sum for r in results[name])
-        counts = sum(r.bias_count for r in results[name])
+        sums = np.sum([r.bias_sum for r in results[name]], axis=0)
+        counts = np.sum([r.bias_count for r in results[name]], axis=0)
         cells = []
         for b in range(len(BUCKETS)):
             if counts[b] < 50:

@@ -15,9 +15,11 @@ Contract (pure; numpy in, numpy out):
 - ``band_probability``: P(p in that band | the task's rollouts) under the pool's fitted prior
   (:mod:`rewardgym.stats.posterior`), the two point bands widened by ``epsilon`` (default 0.05: 0 % is
   p ≤ ε, 100 % is p ≥ 1 − ε);
-- ``settled``: ``band_probability ≥ confidence``. Whether more rollouts could still move a task out of
-  its band depends on how the pool's tasks spread, which only the fitted prior knows (0 of 8 is settled
-  at 0 % in a pool where such tasks are never solved, not in one where they are merely hard). The
+- ``settled``: ``band_probability ≥ confidence``, under the fitted prior and under every prior the data
+  cannot rule out (the least favourable: :func:`settled_by_posterior`). Whether more rollouts could
+  still move a task out of its band depends on how the pool's tasks spread, which only the fitted prior
+  knows (0 of 8 is settled at 0 % in a pool where such tasks are never solved, not in one where they are
+  merely hard). The
   Jeffreys interval stays the right *interval* for one task on its own (it is calibrated);
   :func:`settled_in_band` (the interval inside the band) is kept for callers that want that rule;
 - tasks with ``n == 0`` have NaN rate and interval, band -1 and are not settled.
@@ -31,7 +33,7 @@ import numpy as np
 
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 from rewardgym.stats.posterior import TaskPosterior, posterior
-from rewardgym.stats.prior import GridPrior, Prior, fit_pool_prior
+from rewardgym.stats.prior import GridPrior, Prior, fit_pool_prior, fit_priors
 from rewardgym.stats.special import ufuncs
 
 CONFIDENCE = 0.95
@@ -125,16 +127,44 @@ def band_probabilities(post: TaskPosterior, epsilon: float = DEFAULT_EPSILON) ->
     return np.asarray(np.clip(np.column_stack(columns), 0.0, 1.0), dtype=np.float64)
 
 
+PLAUSIBLE_CHECKED = 40
+"""At most this many priors of the likelihood-ratio region are checked for "settled" (evenly spaced)."""
+
+
 def settled_by_posterior(
-    band: IntArray, post: TaskPosterior, epsilon: float = DEFAULT_EPSILON, confidence: float = CONFIDENCE
+    band: IntArray,
+    n: IntArray,
+    s: IntArray,
+    prior: GridPrior | Prior,
+    epsilon: float = DEFAULT_EPSILON,
+    confidence: float = CONFIDENCE,
 ) -> tuple[FloatArray, BoolArray]:
-    """``(P(p in the task's band), settled)`` per task (band -1: NaN, not settled)."""
+    """``(P(p in the task's band), settled)`` per task (band -1: NaN, not settled).
+
+    The probability is the task's posterior under ``prior``; "settled" asks it of every prior the data
+    cannot rule out as well (:class:`rewardgym.stats.prior.PriorFit`, up to :data:`PLAUSIBLE_CHECKED`):
+    a pool prior fitted to a few hundred tasks is itself uncertain, and the posterior of the single best
+    fit settled 5–17 % of tasks outside their band in the calibration suite."""
     if band.shape[0] == 0:
         return np.zeros(0, np.float64), np.zeros(0, np.bool_)
-    table = band_probabilities(post, epsilon)
-    probability = np.where(band >= 0, table[np.arange(band.shape[0]), np.clip(band, 0, 6)], np.nan)
+    rows = np.arange(band.shape[0])
+    column = np.clip(band, 0, 6)
+    probability = np.where(
+        band >= 0, band_probabilities(posterior(n, s, prior), epsilon)[rows, column], np.nan
+    )
+    # the least favourable plausible prior, computed once per distinct (n, s, band)
+    keys, first, inverse = np.unique(np.stack([n, s, column], axis=1), axis=0, return_index=True,
+                                     return_inverse=True)  # fmt: skip
+    plausible = fit_priors(n, s).plausible
+    pick = np.unique(
+        np.linspace(0, plausible.shape[0] - 1, min(plausible.shape[0], PLAUSIBLE_CHECKED)).astype(int)
+    )
+    floor = probability[first].copy()
+    for never, always, a, b in plausible[pick].tolist():
+        table = band_probabilities(posterior(keys[:, 0], keys[:, 1], Prior(never, always, a, b)), epsilon)
+        floor = np.minimum(floor, table[np.arange(keys.shape[0]), keys[:, 2]])
     with np.errstate(invalid="ignore"):
-        settled = (probability >= confidence) & (band >= 0)
+        settled = (floor[inverse.reshape(-1)] >= confidence) & (band >= 0)
     return np.asarray(probability, dtype=np.float64), np.asarray(settled, dtype=np.bool_)
 
 
@@ -174,7 +204,7 @@ def numbers_from_counts(
     low, high = jeffreys(n, s, confidence)
     band = band_of(rate)
     prior = prior if prior is not None else fit_pool_prior(n, s)
-    probability, settled = settled_by_posterior(band, posterior(n, s, prior), epsilon, confidence)
+    probability, settled = settled_by_posterior(band, n, s, prior, epsilon, confidence)
     return TaskPasses(
         task=task,
         n=n,
