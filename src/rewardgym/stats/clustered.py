@@ -11,7 +11,9 @@ within-task centred ranks of :mod:`rewardgym.analysis.length`), ``group`` number
 The statistic is T = Σ x·y. Under the within-group permutation distribution E[T] = 0 and
 Var[T] = Σ_g (Σ x²)(Σ y²) / (n_g − 1) over groups with n_g ≥ 2 (the exact permutation moments); the
 two-sided p-value is that of the normal approximation, 2 Φ(−|T| / √Var[T]) (a sum over many independent
-groups). None when no group has both values varying.
+groups). With fewer than :data:`NORMAL_FROM` groups the sum is too short for that: the p-value is then the
+share of :data:`PERMUTATIONS` seeded within-group permutations whose |T| reaches the observed one (the
+observed pairing counted, so it is never 0). None when no group has both values varying.
 """
 
 from __future__ import annotations
@@ -22,6 +24,22 @@ import numpy as np
 
 from rewardgym.stats.arrays import FloatArray, IntArray
 from rewardgym.stats.special import ufuncs
+
+NORMAL_FROM = 30
+PERMUTATIONS = 4000
+
+
+def _permutation_p(x: FloatArray, y: FloatArray, group: IntArray, observed: float) -> float:
+    rng = np.random.default_rng(0)  # seeded: the same files give the same p-value
+    order = np.argsort(group, kind="stable")
+    x, y, group = x[order], y[order], group[order]
+    hits = 1  # the observed pairing is one of the permutations
+    for start in range(0, PERMUTATIONS, 500):
+        count = min(500, PERMUTATIONS - start)
+        keys = rng.random((count, x.shape[0])) + group[None, :]  # shuffles only within a group
+        shuffled = y[np.argsort(keys, axis=1)]
+        hits += int(np.count_nonzero(np.abs(shuffled @ x) >= abs(observed) - 1e-12))
+    return hits / (PERMUTATIONS + 1)
 
 
 def within_group_test(x: FloatArray, y: FloatArray, group: IntArray) -> float | None:
@@ -37,4 +55,6 @@ def within_group_test(x: FloatArray, y: FloatArray, group: IntArray) -> float | 
     if variance <= 0:
         return None
     statistic = float(np.sum(x * y))
+    if int(np.count_nonzero(usable)) < NORMAL_FROM:
+        return _permutation_p(x, y, group, statistic)
     return float(2.0 * ufuncs().ndtr(-abs(statistic) / math.sqrt(variance)))
