@@ -33,7 +33,16 @@ _PUBLIC = {
     "TaskPosterior": "posterior",
     "posterior": "posterior",
 }
-__all__ = sorted(_PUBLIC)
+__all__ = [
+    "GridPrior",
+    "Prior",
+    "PriorFit",
+    "TaskPosterior",
+    "fit_pool_prior",
+    "fit_prior",
+    "fit_priors",
+    "posterior",
+]
 
 
 def __getattr__(name: str) -> Any:
