@@ -225,7 +225,7 @@ def end_to_end(spread: Spread, tasks: int) -> None:
             )
             if label == "adaptive":
                 for line in text.splitlines():
-                    if line.startswith(("Adaptive", "Materialized inputs")):
+                    if line.startswith(("Adaptive", "Materialized inputs", "  What it costs")):
                         print(f"           {line}")
                 code, text, wall = _gym(
                     ["eval", "profile", "--inputs", str(out.with_name("rollouts_materialized_inputs.jsonl")),
@@ -233,6 +233,10 @@ def end_to_end(spread: Spread, tasks: int) -> None:
                 )  # fmt: skip
                 profiled = len(out.with_name("rollouts_reward_profiling.jsonl").read_bytes().splitlines())
                 print(f"           gym eval profile: exit {code}, {profiled} per-task rows, {wall:.1f} s")
+                for line in text.splitlines():
+                    if line.startswith(("Adaptive run", "Mean reward")):
+                        print(f"           {line}")
+                print(f"           true mean pass rate of these tasks: {p.mean():.4f}")
                 if code != 0:
                     raise SystemExit(text)
 
