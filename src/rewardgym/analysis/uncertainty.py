@@ -226,3 +226,39 @@ def band_table(passes: TaskPasses) -> list[tuple[int, int]]:
         inside = passes.band == band
         table.append((int(np.count_nonzero(inside)), int(np.count_nonzero(inside & passes.settled))))
     return table
+
+
+SETTLE_LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+"""More rollouts :func:`repeats_to_settle` tries (beyond the last: "more than 1,024")."""
+
+
+def repeats_to_settle(
+    n: IntArray,
+    s: IntArray,
+    prior: GridPrior | Prior,
+    epsilon: float = DEFAULT_EPSILON,
+    confidence: float = CONFIDENCE,
+) -> IntArray:
+    """Per task, how many more rollouts would settle it — the first step of :data:`SETTLE_LADDER` at
+    which the task, its extra rollouts passing at its posterior mean rate, has ≥ ``confidence`` of its
+    posterior (under ``prior``) inside the band of its new rate; 0 when it is settled already (by this
+    rule), -1 when not even 1,024 more would. A projection, not a promise: what a user can plan on."""
+    out = np.full(n.shape[0], -1, np.int64)
+    if n.shape[0] == 0:
+        return out
+    pairs, inverse = np.unique(np.stack([n, s], axis=1), axis=0, return_inverse=True)
+    pn, ps = pairs[:, 0], pairs[:, 1]
+    mean = posterior(pn, ps, prior).mean()
+    result = np.full(pn.shape[0], -1, np.int64)
+    for extra in (0, *SETTLE_LADDER):
+        open_ = result < 0
+        if not open_.any():
+            break
+        n2 = pn[open_] + extra
+        s2 = ps[open_] + np.rint(extra * mean[open_]).astype(np.int64)
+        band = band_of(s2 / np.maximum(n2, 1))
+        table = band_probabilities(posterior(n2, s2, prior), epsilon)
+        done = table[np.arange(n2.shape[0]), np.clip(band, 0, 6)] >= confidence
+        result[np.flatnonzero(open_)[done]] = extra
+    out[:] = result[inverse.reshape(-1)]
+    return out
