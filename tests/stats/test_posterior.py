@@ -13,6 +13,7 @@ from rewardgym.stats.prior import (
     UNIFORM_PRIOR,
     GridPrior,
     Prior,
+    PriorFit,
     fit_pool_prior,
     fit_prior,
     fit_priors,
@@ -39,7 +40,7 @@ def _expect(n: int, s: int, func: Callable[[float], float]) -> float:
 def test_grid_posterior_is_the_discrete_bayes_rule(n: int, s: int) -> None:
     rng = np.random.default_rng(n * 31 + s)
     weight = rng.dirichlet(np.ones(grid_support().shape[0]))
-    prior = GridPrior(grid_support(), weight, PRIOR)
+    prior = GridPrior(grid_support(), weight, PriorFit.single(PRIOR))
     post = posterior(np.array([n]), np.array([s]), prior)
     x = grid_support()
     joint = weight * x**s * (1 - x) ** (n - s)

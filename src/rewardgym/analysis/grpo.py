@@ -30,7 +30,7 @@ import numpy as np
 
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 from rewardgym.stats.posterior import TaskPosterior, posterior
-from rewardgym.stats.prior import GridPrior, Prior, PriorFit, fit_pool_prior, fit_priors
+from rewardgym.stats.prior import GridPrior, Prior, fit_pool_prior
 
 DEFAULT_GROUP_SIZES = (2, 4, 8, 16, 32, 64)
 DEFAULT_TARGET = 0.5
@@ -122,20 +122,15 @@ class Forecast:
             return None
         binary = self.binary & (self.n > 0)
         fixed = float(p[counted & ~binary].sum())
-        pairs, weight = np.unique(
-            np.stack([self.n[binary], self.s[binary]], axis=1), axis=0, return_counts=True
-        )
+        base = int(self.n.max(initial=0)) + 1
+        keys, weight = np.unique(self.n[binary] * base + self.s[binary], return_counts=True)
+        pairs = np.stack([keys // base, keys % base], axis=1)
         kept = int(np.count_nonzero(counted))
         shares = [self.informative_share(group) or 0.0]
-        plausible = self._plausible()
-        for never, always, a, b in plausible.plausible.tolist():
+        for never, always, a, b in self.prior.fit.plausible.tolist():
             other = posterior(pairs[:, 0], pairs[:, 1], Prior(never, always, a, b))
             shares.append(1.0 - (fixed + float(other.all_equal(group) @ weight)) / kept)
         return min(shares), max(shares)
-
-    def _plausible(self) -> PriorFit:
-        fitted = self.binary & (self.n > 0)
-        return fit_priors(self.n[fitted], self.s[fitted])
 
     def smallest_group(
         self, target: float, keep: BoolArray | None = None, limit: int = GROUP_LIMIT

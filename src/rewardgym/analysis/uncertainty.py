@@ -147,24 +147,25 @@ def settled_by_posterior(
     fit settled 5–17 % of tasks outside their band in the calibration suite."""
     if band.shape[0] == 0:
         return np.zeros(0, np.float64), np.zeros(0, np.bool_)
-    rows = np.arange(band.shape[0])
     column = np.clip(band, 0, 6)
-    probability = np.where(
-        band >= 0, band_probabilities(posterior(n, s, prior), epsilon)[rows, column], np.nan
-    )
-    # the least favourable plausible prior, computed once per distinct (n, s, band)
-    keys, first, inverse = np.unique(np.stack([n, s, column], axis=1), axis=0, return_index=True,
-                                     return_inverse=True)  # fmt: skip
-    plausible = fit_priors(n, s).plausible
+    # everything once per distinct (n, s, band): few of them, however many tasks
+    base = int(n.max(initial=0)) + 1
+    _, first, inverse = np.unique((n * base + s) * 7 + column, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    keys = np.stack([n[first], s[first], column[first]], axis=1)
+    rows = np.arange(keys.shape[0])
+    own = band_probabilities(posterior(keys[:, 0], keys[:, 1], prior), epsilon)[rows, keys[:, 2]]
+    probability = np.where(band >= 0, own[inverse], np.nan)
+    plausible = prior.fit.plausible if isinstance(prior, GridPrior) else fit_priors(n, s).plausible
     pick = np.unique(
         np.linspace(0, plausible.shape[0] - 1, min(plausible.shape[0], PLAUSIBLE_CHECKED)).astype(int)
     )
-    floor = probability[first].copy()
+    floor = own.copy()
     for never, always, a, b in plausible[pick].tolist():
         table = band_probabilities(posterior(keys[:, 0], keys[:, 1], Prior(never, always, a, b)), epsilon)
-        floor = np.minimum(floor, table[np.arange(keys.shape[0]), keys[:, 2]])
+        floor = np.minimum(floor, table[rows, keys[:, 2]])
     with np.errstate(invalid="ignore"):
-        settled = (floor[inverse.reshape(-1)] >= confidence) & (band >= 0)
+        settled = (floor[inverse] >= confidence) & (band >= 0)
     return np.asarray(probability, dtype=np.float64), np.asarray(settled, dtype=np.bool_)
 
 

@@ -64,8 +64,10 @@ UNIFORM_PRIOR = Prior(1 / 3, 1 / 3, 1.0, 1.0)
 def _pairs(n: IntArray, s: IntArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Distinct ``(n, s)`` of the tasks with ``n > 0`` and how many tasks have each."""
     seen = n > 0
-    pairs, counts = np.unique(np.stack([n[seen], s[seen]], axis=1), axis=0, return_counts=True)
-    return (pairs[:, 0].astype(np.float64), pairs[:, 1].astype(np.float64), counts.astype(np.float64))
+    nn, ss = n[seen].astype(np.int64), s[seen].astype(np.int64)
+    base = int(nn.max(initial=0)) + 1
+    keys, counts = np.unique(nn * base + ss, return_counts=True)  # one integer per pair: a 1-d unique
+    return ((keys // base).astype(np.float64), (keys % base).astype(np.float64), counts.astype(np.float64))
 
 
 def _fit_weights(
@@ -207,7 +209,12 @@ class GridPrior:
 
     support: FloatArray
     weight: FloatArray
-    parametric: Prior
+    fit: PriorFit
+    """The parametric fit the grid started from, with the priors its data cannot rule out."""
+
+    @property
+    def parametric(self) -> Prior:
+        return self.fit.best
 
     @property
     def never(self) -> float:
@@ -254,11 +261,11 @@ def likelihood(n: FloatArray, s: FloatArray, support: FloatArray) -> FloatArray:
 
 def fit_pool_prior(n: IntArray, s: IntArray) -> GridPrior:
     """:class:`GridPrior` of tasks with ``n`` counted rollouts and ``s`` passes."""
-    parametric = fit_prior(n, s)
+    fit = fit_priors(n, s)
     support = grid_support()
-    start = discretize(parametric)
+    start = discretize(fit.best)
     if not np.any(n > 0):
-        return GridPrior(support, start, parametric)
+        return GridPrior(support, start, fit)
     nn, ss, counts = _pairs(n, s)
     lik = likelihood(nn, ss, support)
     weight = start.copy()
@@ -271,4 +278,4 @@ def fit_pool_prior(n: IntArray, s: IntArray) -> GridPrior:
             weight = updated
             break
         weight = updated
-    return GridPrior(support, np.asarray(weight, dtype=np.float64), parametric)
+    return GridPrior(support, np.asarray(weight, dtype=np.float64), fit)
