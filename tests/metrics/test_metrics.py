@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -152,8 +153,8 @@ def test_compute_aggregate_metrics_merges_environment_metrics() -> None:
 
 
 def test_unequal_repeats_with_a_score_only_some_rollouts_carry() -> None:
-    def score(row: dict[str, Any]) -> dict[str, float]:
-        out = {"accuracy": float(row["reward"])}
+    def score(row: Mapping[str, Any]) -> dict[str, float | int | bool]:
+        out: dict[str, float | int | bool] = {"accuracy": float(row["reward"])}
         if row.get("judged"):
             out["judge"] = float(row["reward"])
         return out
