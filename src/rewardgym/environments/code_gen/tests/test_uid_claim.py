@@ -3,6 +3,7 @@ sandbox runs under the claimed uid."""
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 
@@ -52,12 +53,29 @@ def test_a_claim_held_by_another_process_is_skipped_and_freed_by_its_death() -> 
     assert uid == DEAD_HOLDER_BASE + 7
 
 
-def test_every_uid_held_is_an_error() -> None:
-    held = []
+def test_every_uid_held_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A small range: the rule is the same for 64 uids as for SEARCH, and SEARCH descriptors held at once
+    # would press on the process's open-file limit.
+    search = 64
+    locks = 0
+    real_flock = fcntl.flock
+
+    def counted(fd: int, op: int) -> None:
+        nonlocal locks
+        locks += 1
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", counted)  # uid_claim calls fcntl.flock: counted
+    held: list[int] = []
     try:
-        with pytest.raises(RuntimeError, match="in use on this machine"):
-            for _ in range(SEARCH + 1):
-                held.append(claim_uid(EXHAUSTED_BASE)[1])
+        with pytest.raises(
+            RuntimeError, match=rf"{EXHAUSTED_BASE}\.\.{EXHAUSTED_BASE + search - 1} is in use"
+        ):
+            for _ in range(search + 1):
+                held.append(claim_uid(EXHAUSTED_BASE, search=search)[1])
+        assert len(held) == search
+        # Linear: each claim locks one new uid (the held ones are not probed again), the failing one none.
+        assert locks == search
     finally:
         for fd in held:
             release_uid(fd)
