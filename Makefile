@@ -28,12 +28,18 @@ model: $(STAMP)
 demo: model
 	bash scripts/demo.sh
 
+# Every test run by `make test` / `make test-fast` (CI runs `make test`) lists its slowest tests (wall time);
+# a test over its CPU-time budget fails (tests/budget.py: cpu_budget_s in pyproject.toml, lower here).
+DURATIONS ?= --durations=25 --durations-min=2
+
 ## README command 2: lint, format check, strict typing, full test suite (on both cores: pytest-xdist).
 test: model
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(DURATIONS) $(PYTEST_ARGS)
+
+FAST_CPU_BUDGET_S ?= 20
 
 ## The unit tier while developing (~1-2 min): no crash/fault/load harness, no docs replay, no real model.
 test-fast: $(STAMP)
@@ -41,7 +47,7 @@ test-fast: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(XDIST) -q -m "not slow and not model" --ignore=tests/reliability \
-		--ignore=tests/docs --ignore=tests/authoring $(PYTEST_ARGS)
+		--ignore=tests/docs --ignore=tests/authoring -o cpu_budget_s=$(FAST_CPU_BUDGET_S) $(DURATIONS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

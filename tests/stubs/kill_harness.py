@@ -7,6 +7,11 @@ the collector is inside the ``write`` of a (large, see :mod:`tests.stubs.bulky_a
 stops a write to a regular file between pages when a fatal signal arrives, so the line is left torn. A
 *timed* kill lands at a uniformly random time after the start (during imports, materialization, dispatch or
 a write). The report says how many kills left a torn last line and whether each following resume noticed it.
+
+Every collector runs at the lowest priority (nice 19) while the watcher keeps its own: on a loaded machine
+the scheduler then runs the watcher ahead of the collector, and the collector's write of a line is spread
+over more time slices, so the machine's load widens the mid-write window instead of hiding it (at equal
+priority a busy machine made the watcher miss every write of a run, and the count of torn lines failed).
 """
 
 from __future__ import annotations
@@ -130,6 +135,8 @@ def kill_and_resume(
                 [sys.executable, "-m", "rewardgym", "eval", "run", *args],
                 cwd=work, env=gym_environ(), stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )  # fmt: skip
+            with contextlib.suppress(ProcessLookupError):
+                os.setpriority(os.PRIO_PROCESS, proc.pid, 19)  # during its imports: before any write
             killed = False
             if not final and (report.kills < kills or report.torn_lines < min_torn):
                 if report.kills % 2 == 0 or report.kills >= kills:
