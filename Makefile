@@ -41,7 +41,8 @@ test: model
 
 FAST_CPU_BUDGET_S ?= 20
 
-## The unit tier while developing (~1-2 min): no crash/fault/load harness, no docs replay, no real model.
+## The unit tier while developing: no crash/fault/load harness, no docs replay, no real model (~190 s of
+## CPU: about 2 min on an idle 2-core machine, 7 min on one shared with other jobs). Every test within 20 s CPU.
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -103,7 +103,7 @@ def test_reverify_needs_no_model(tmp_path: Path) -> None:
         timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Starting 1 servers" in result.stdout and "Re-verified 5 rollouts (0 failed)" in result.stdout
+    assert "Starting 1 server (logs" in result.stdout and "Re-verified 5 rollouts (0 failed)" in result.stdout
     assert (tmp_path / "out" / "rescored.jsonl").read_bytes().count(b"\n") == 5
     logs = sorted(p.name for p in (tmp_path / "logs").glob("*.log") if not p.name.startswith("_"))
     assert logs == ["head_server.log", "string_match.log"]  # no model server

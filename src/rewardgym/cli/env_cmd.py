@@ -51,7 +51,7 @@ from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
-from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.child_spec import ChildSpec, servers_phrase
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
@@ -179,7 +179,7 @@ def start(
     else:
         _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
         supervisor = Supervisor(specs, options)
-    _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
+    _say(f"Starting {servers_phrase(len(specs))} (logs: {options.log_dir})")
     code = asyncio.run(_serve(supervisor, specs, cfg))
     if code:
         raise typer.Exit(code)
