@@ -83,6 +83,9 @@ def summary_lines(result: AnalyzeResult) -> list[str]:
     tasks = doc["uncertainty"]["tasks"]
     parts = [f"{b['band']} {b['tasks']} ({b['settled']} settled)" for b in bands if b["tasks"]]
     lines.append(f"Tasks by pass rate ({tasks} tasks, Jeffreys 95 %): " + ", ".join(parts))
+    more = doc["uncertainty"].get("repeats_to_settle")  # a hook: set by the statistics when they can
+    if isinstance(more, (int, float)) and not isinstance(more, bool):
+        lines.append(f"To settle the unsettled tasks: about {more:,.0f} more repeats")
     grpo = doc["grpo"]
     share = grpo["informative_share_default"]
     shown = "n/a" if share is None else f"{100 * share:.1f} %"
@@ -102,11 +105,16 @@ def summary_lines(result: AnalyzeResult) -> list[str]:
 
 
 def health_lines(result: AnalyzeResult) -> list[str]:
+    """The verdict, the dataset findings, then the rollout- and task-level counts (the report's too)."""
+    from rewardgym.analysis.health_view import health_view, view_lines
+
     health = result.analysis.document["health"]
     lines = [f"Health: {health['verdict']}"]
     for finding in health["findings"]:
         lines.append(f"  [{finding['severity']}] {finding['check']}: {finding['evidence']}")
         lines.append(f"      fix: {finding['fix']}")
+    view = health_view(result.scan.columns, result.analysis.health, len(result.scan.unreadable))
+    lines.extend(view_lines(view))
     return lines
 
 
