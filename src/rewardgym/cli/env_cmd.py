@@ -35,6 +35,7 @@ from rich.table import Table
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
+    AgentOpt,
     ConfigOpt,
     ModelApiKeyFileOpt,
     ModelApiKeyOpt,
@@ -59,10 +60,6 @@ from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
 
-AgentOpt = Annotated[
-    list[str] | None,
-    typer.Option("--agent", help="Agent config N or N/flavor (repeatable).", show_default=False),
-]
 HeadUrlOpt = Annotated[
     str | None, typer.Option("--head-url", help="Head registry URL (default: head_server of the config).")
 ]
