@@ -8,10 +8,9 @@ stops a write to a regular file between pages when a fatal signal arrives, so th
 *timed* kill lands at a uniformly random time after the start (during imports, materialization, dispatch or
 a write). The report says how many kills left a torn last line and whether each following resume noticed it.
 
-Every collector runs at the lowest priority (nice 19) while the watcher keeps its own: on a loaded machine
-the scheduler then runs the watcher ahead of the collector, and the collector's write of a line is spread
-over more time slices, so the machine's load widens the mid-write window instead of hiding it (at equal
-priority a busy machine made the watcher miss every write of a run, and the count of torn lines failed).
+A torn line an earlier kill left is not a new one: until the resume has cut it off (the file's size
+changes), the watcher does not fire on it — else every later "mid-write" kill landed on that stale tail
+during the next run's start-up and tore nothing (44 such kills, one torn line, on a loaded machine).
 """
 
 from __future__ import annotations
@@ -64,8 +63,11 @@ def _torn_tail(path: Path) -> tuple[int, int] | None:
     return None
 
 
-def kill_mid_write(proc: subprocess.Popen[bytes], path: Path, timeout: float) -> bool:
-    """SIGKILL ``proc`` as soon as ``path`` ends inside a line; whether it was killed (False: it ended)."""
+def kill_mid_write(
+    proc: subprocess.Popen[bytes], path: Path, timeout: float, stale: tuple[int, int] | None = None
+) -> bool:
+    """SIGKILL ``proc`` as soon as ``path`` ends inside a line — other than the ``stale`` (inode, size)
+    torn tail an earlier kill left; whether it was killed (False: it ended)."""
     deadline = time.monotonic() + timeout
     fd: int | None = None
     inode = -1
@@ -81,7 +83,8 @@ def kill_mid_write(proc: subprocess.Popen[bytes], path: Path, timeout: float) ->
                     os.close(fd)
                 fd, inode = os.open(path, os.O_RDONLY), info.st_ino
             assert fd is not None
-            if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+            fresh = stale != (info.st_ino, info.st_size)
+            if fresh and info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
                 os.kill(proc.pid, signal.SIGKILL)
                 return True
             time.sleep(0.00005)
@@ -135,12 +138,10 @@ def kill_and_resume(
                 [sys.executable, "-m", "rewardgym", "eval", "run", *args],
                 cwd=work, env=gym_environ(), stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             )  # fmt: skip
-            with contextlib.suppress(ProcessLookupError):
-                os.setpriority(os.PRIO_PROCESS, proc.pid, 19)  # during its imports: before any write
             killed = False
             if not final and (report.kills < kills or report.torn_lines < min_torn):
                 if report.kills % 2 == 0 or report.kills >= kills:
-                    killed = kill_mid_write(proc, out, timeout=60)
+                    killed = kill_mid_write(proc, out, timeout=60, stale=torn_before)
                     report.mid_write_kills += int(killed)
                 else:
                     with contextlib.suppress(subprocess.TimeoutExpired):
