@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import BoolArray, IntArray, RolloutColumns
+from rewardgym.analysis.columns import RolloutColumns
 from rewardgym.analysis.findings import Finding, dataset_findings
+from rewardgym.stats.arrays import BoolArray, IntArray
 
 ROLLOUT_CHECKS = (
     "record_unreadable",

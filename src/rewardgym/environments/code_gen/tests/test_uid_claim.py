@@ -4,16 +4,20 @@ sandbox runs under the claimed uid."""
 from __future__ import annotations
 
 import fcntl
+import os
 import subprocess
 import sys
 
 import pytest
 
+from rewardgym.environments.code_gen import uid_claim
 from rewardgym.environments.code_gen.uid_claim import SEARCH, claim_uid, release_uid
 
-BASE = 61000  # away from the servers' default base, so a test never blocks a real sandbox
-# Claims are host-wide: each test searches its own range, so tests running at once on other pytest-xdist
-# workers (the last one holds every uid of its range) never see each other's claims.
+# Claims are host-wide: each test searches its own range, and the ranges depend on this process's id, so
+# tests running at once — on other pytest-xdist workers, or from another checkout on the same machine (the
+# exhaustion test holds every uid of its range) — never see each other's claims. These numbers only name
+# lock files; no process runs under them here. Far above the servers' default base and any real uid.
+BASE = 100_000_000 + (os.getpid() % 100_000) * 3 * SEARCH
 DEAD_HOLDER_BASE = BASE + SEARCH
 EXHAUSTED_BASE = BASE + 2 * SEARCH
 
@@ -79,3 +83,5 @@ def test_every_uid_held_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         for fd in held:
             release_uid(fd)
+        for uid in range(EXHAUSTED_BASE, EXHAUSTED_BASE + search):  # this process's range: no other user
+            (uid_claim.lock_folder() / f"{uid}.lock").unlink(missing_ok=True)
