@@ -132,6 +132,7 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
 
     from rewardgym.analysis import analyze_files
     from rewardgym.analysis.report import _data, _task_flags
+    from rewardgym.analysis.report_tasks import TaskInput
     from rewardgym.profile import BAND_LABELS
 
     rows = [rollout(t, r, reward=float(r % 2), text=f"</script><!-- {t}") for t in range(6) for r in range(3)]
@@ -156,7 +157,9 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
         },
         "texts": {str(k): v for k, v in texts.items()},
         "row_task": {str(k): int(analysis.task_pos[k]) for k in texts},
+        "inputs": {"q": {"1": "<b>?"}, "m": {"1": "user: <b>?"}, "f": {"1": "{}"}},
     }  # fmt: skip
     whole = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).replace(b"<", b"\\u003c")
-    assert b"".join(_data(analysis, columns, texts)) == whole
+    inputs = {1: TaskInput("<b>?", "user: <b>?", "{}")}
+    assert b"".join(_data(analysis, columns, texts, inputs)) == whole
     assert b"</script>" not in whole

@@ -82,6 +82,12 @@ class Analysis:
     mean_tokens: np.ndarray
     tokens_per_solve: np.ndarray
     p_all_equal: np.ndarray
+    repeats_to_settle: np.ndarray | None = None
+    """HOOK for the statistics (not computed here yet): per task (in ``passes`` order), how many more
+    repeats would settle it — ``inf`` / NaN when no number of repeats would. When the statistics set it
+    (and ``document["uncertainty"]["repeats_to_settle"]``, the overall count), the report's task browser
+    shows the per-task column and the bands section and ``gym eval analyze`` the overall number; while it
+    is None both are left out."""
 
 
 def _share(value: float | None) -> float | None:

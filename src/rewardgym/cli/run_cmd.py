@@ -76,7 +76,12 @@ def _say(message: str) -> None:
 @eval_app.command("run", context_settings=OVERRIDE_CONTEXT)
 def run(
     ctx: typer.Context,
-    input_path: Annotated[Path | None, typer.Option("--input", "-i", help="Input rows (JSONL).")] = None,
+    input_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--input", "-i", help="Input rows (JSONL). Required, except with --resume.", show_default=False
+        ),
+    ] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Rollouts file to write (JSONL).")] = Path(
         "results/rollouts.jsonl"
     ),
@@ -93,7 +98,12 @@ def run(
     limit: Annotated[
         int | None, typer.Option("--limit", help="Use only the first N input lines.", min=0)
     ] = None,
-    num_repeats: Annotated[int | None, typer.Option("--num-repeats", help="Rollouts per task.")] = None,
+    num_repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--num-repeats", help="Rollouts per task.", show_default="1, or ++num_repeats of the config"
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Rollouts in flight.", min=1)] = 32,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Resume although the run changed.")] = False,
