@@ -141,6 +141,9 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
     analysis, columns = result.analysis, result.scan.columns
     texts = {0: "a < b", 4: "</script>"}
     p = analysis.passes
+    settle = analysis.repeats_to_settle
+    assert settle is not None
+    more = {"more": np.where(np.isfinite(settle), np.round(settle), -1).astype(np.int64)}
     payload = {
         "band_labels": list(BAND_LABELS),
         "tasks": {
@@ -149,6 +152,7 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
             "pe": np.round(analysis.p_all_equal, 3), "tok": np.round(analysis.mean_tokens, 1),
             "tps": np.round(analysis.tokens_per_solve, 1), "flags": _task_flags(analysis, columns),
             "ro": np.append(np.searchsorted(columns.task, p.task), len(columns)).astype(np.int64),
+            **more,
         },
         "rollouts": {
             "r": columns.rollout, "w": np.round(columns.reward, 4), "p": analysis.passed.astype(np.int8),

@@ -92,7 +92,9 @@ def summary_lines(result: AnalyzeResult) -> list[str]:
         )
     more = doc["uncertainty"].get("repeats_to_settle")  # a hook: set by the statistics when they can
     if isinstance(more, (int, float)) and not isinstance(more, bool):
-        lines.append(f"To settle the unsettled tasks: about {more:,.0f} more repeats")
+        beyond = doc["uncertainty"].get("unsettled_beyond_reach") or 0
+        far = f"; {beyond:,} more need over 1,024 each" if beyond else ""
+        lines.append(f"To settle the unsettled tasks: about {more:,.0f} more repeats{far}")
     grpo = doc["grpo"]
     share = grpo["informative_share_default"]
     shown = "n/a" if share is None else f"{100 * share:.1f} %"
