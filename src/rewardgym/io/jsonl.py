@@ -34,7 +34,7 @@ import orjson
 from rewardgym.errors import DataError
 from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.oserrors import output_error, writing
-from rewardgym.io.outputs import atomic_writer, check_writable_target
+from rewardgym.io.outputs import atomic_writer, check_writable_target, refuse_recorded_input
 
 _SNIPPET_CHARS = 80
 MAX_DEPTH = 254
@@ -239,6 +239,7 @@ class JsonlAppender:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        refuse_recorded_input(self.path)  # before the folder is made: a refused output leaves no trace
         self.path.parent.mkdir(parents=True, exist_ok=True)
         check_writable_target(self.path)  # never append to a device, FIFO or link
         self.repaired = repair_torn_tail(self.path)
