@@ -23,8 +23,10 @@ from importlib import import_module
 import typer
 
 import rewardgym
+from rewardgym.cli.finite import require_finite_floats
 from rewardgym.cli.helptext import tidy_metavars
 from rewardgym.errors import RewardGymError
+from rewardgym.io.outputs import command_files
 
 app = typer.Typer(
     name="gym",
@@ -190,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         # Without standalone mode click returns the code of a `typer.Exit(n)` instead of raising it.
         command = typer.main.get_command(app)
         tidy_metavars(command)  # plain value labels on any help screen
-        code = command(args=args, prog_name="gym", standalone_mode=False)
+        require_finite_floats(command)  # no float flag takes nan or inf
+        with command_files():  # every file the command reads, checked against every file it writes
+            code = command(args=args, prog_name="gym", standalone_mode=False)
     except RewardGymError as exc:
         if debug:
             traceback.print_exc()
