@@ -1,0 +1,82 @@
+"""The ``trust`` sections of ``run_all.py``: one section per class of issue 22 ("Trust, second round").
+
+Each class's cases are kept as data in the bad-input catalogue (``tests/reliability/bad_input/cases/``,
+the file named below) and run here as they are in CI — a real ``gym`` process per case against the
+in-process stack on 127.0.0.1 — each printed as one figure: refused with one line, the exit code it
+must have, nothing written, every earlier file unchanged, no traceback. A class with no catalogue file
+yet prints its section with the one figure "no cases" marked failed, so the table shows what is open.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.reliability.bad_input.catalogue import Case, gym, load_cases, prepare_folder, run_cli_case
+from tests.stubs.inprocess_stack import AGENT, start_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+MCQA = ROOT / "src/rewardgym/environments/mcqa/data/example.jsonl"
+
+CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("T1", "sandbox memory per run", ()),
+    ("T2", "outputs that are inputs", ("outputs-",)),
+    ("T3", "secrets, wider", ()),
+    ("T4", "unbounded work from flags or files", ("bounds-",)),
+    ("T5", "data select --check on a hostile manifest", ("manifest-",)),
+    ("T6", "env stop verifies the head and each pid", ()),
+    ("T7", "--no-serve: the head proves itself first", ()),
+    ("T8", "Ray local cluster on loopback", ()),
+    ("T9", "smaller items", ()),
+)
+"""(section, title, id prefixes of its catalogue cases)."""
+
+Add = Callable[..., None]
+
+
+def _previous_run(head: str, work: Path) -> Path:
+    """in.jsonl and out/ of a finished run (3 tasks x 2 repeats), profiled: as the catalogue's fixture."""
+    folder = work / "previous-run"
+    folder.mkdir(parents=True)
+    (folder / "in.jsonl").write_text("".join(MCQA.read_text("utf-8").splitlines(keepends=True)[:3]), "utf-8")
+    run = ["eval", "run", "--no-serve", "--head-url", head, "--input", "in.jsonl", "--agent", AGENT,
+           "--num-repeats", "2", "-o", "out/rollouts.jsonl"]  # fmt: skip
+    profile = ["eval", "profile", "--inputs", "out/rollouts_materialized_inputs.jsonl", "--rollouts",
+               "out/rollouts.jsonl"]  # fmt: skip
+    for args in (run, profile):
+        done = gym(args, folder)
+        if done.returncode:
+            raise RuntimeError(f"gym {' '.join(args[:2])} failed: {done.stderr[-500:]}")
+    return folder
+
+
+def _cases(prefixes: tuple[str, ...]) -> list[Case]:
+    return [case for case in load_cases() if case.run and case.id.startswith(prefixes)]
+
+
+def trust(add: Add, work: Path) -> None:
+    """Every class's section (see the module docstring)."""
+    stack = start_stack(log_dir=str(work / "stack-logs"))
+    try:
+        previous = _previous_run(stack.head_url, work)
+        for section, title, prefixes in CLASSES:
+            print(f"-- {section} {title}")
+            cases = _cases(prefixes) if prefixes else []
+            if not cases:
+                add(section, title, "no cases yet", "a case per guarantee", False)
+                continue
+            held = 0
+            for case in cases:
+                folder = Path(tempfile.mkdtemp(prefix=f"{case.id}-", dir=work))
+                prepare_folder(case, folder, previous)
+                values = {"head": stack.head_url, "agent": AGENT, "free_port": "9"}
+                failures, _ = run_cli_case(case, folder, values)
+                held += not failures
+                value = f"exit {case.exit}, one line" if not failures else "; ".join(str(f) for f in failures)
+                add(section, case.id, value[:160], "refused cleanly, nothing changed", not failures)
+                shutil.rmtree(folder, ignore_errors=True)
+            add(section, f"{title}: cases held", f"{held} of {len(cases)}", "all", held == len(cases))
+    finally:
+        stack.stop()
