@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MCQA = ROOT / "src/rewardgym/environments/mcqa/data/example.jsonl"
 
 CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("T1", "sandbox memory per run", ()),
+    ("T1", "sandbox memory per run", ("sandbox:",)),
     ("T2", "outputs that are inputs", ("outputs-",)),
     ("T3", "secrets, wider", ()),
     ("T4", "unbounded work from flags or files", ("bounds-",)),
@@ -56,6 +56,40 @@ def _cases(prefixes: tuple[str, ...]) -> list[Case]:
     return [case for case in load_cases() if case.run and case.id.startswith(prefixes)]
 
 
+def sandbox_memory(add: Add) -> None:
+    """T1: the hostile forking memory hog against a real code_gen server over HTTP (root, namespaces)."""
+    import asyncio
+    import sys
+
+    from rewardgym.environments.code_gen.app import CodeGenServer
+    from rewardgym.environments.code_gen.isolation import probe_isolation
+    from rewardgym.environments.code_gen.tests.hostile import (
+        CASES,
+        SERVER_SETTINGS,
+        host_with_secrets,
+        run_case,
+    )
+    from rewardgym.launch.serve import ThreadedServer
+
+    server = CodeGenServer({"name": "code_gen", "max_concurrent_executions": 1, **SERVER_SETTINGS})
+    runner = ThreadedServer(server).start()
+    try:
+        mode = asyncio.run(probe_isolation(server.config.unshare_command, sys.executable)).mode
+        add("T1", "isolation", mode, "namespaces (root)", mode == "namespaces")
+        add(
+            "T1", "memory plan", server.sandbox.memory.describe(), "processes x size <= memory_limit_mb", True
+        )
+        with host_with_secrets() as host:
+            for case in [c for c in CASES if "memory hog" in c.name]:
+                outcome = run_case(runner.url, case, host)
+                shown = f"{outcome.reason[:90]!r}" + (
+                    f"; {'; '.join(outcome.problems)}" if outcome.problems else ""
+                )
+                add("T1", case.name, shown, "the whole run within memory_limit_mb", not outcome.problems)
+    finally:
+        runner.stop()
+
+
 def trust(add: Add, work: Path) -> None:
     """Every class's section (see the module docstring)."""
     stack = start_stack(log_dir=str(work / "stack-logs"))
@@ -63,6 +97,9 @@ def trust(add: Add, work: Path) -> None:
         previous = _previous_run(stack.head_url, work)
         for section, title, prefixes in CLASSES:
             print(f"-- {section} {title}")
+            if prefixes == ("sandbox:",):
+                sandbox_memory(add)
+                continue
             cases = _cases(prefixes) if prefixes else []
             if not cases:
                 add(section, title, "no cases yet", "a case per guarantee", False)
