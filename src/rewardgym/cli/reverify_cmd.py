@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 
 from rewardgym.cli import aio
@@ -40,7 +39,7 @@ from rewardgym.collect.aggregate import (
     group_by_agent,
     write_aggregate_metrics,
 )
-from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.outputs import RunOutputs, stored_line
 from rewardgym.collect.resume import key_of
 from rewardgym.collect.reverify import (
     RESOURCES_KIND,
@@ -200,7 +199,7 @@ async def _aggregate(paths: list[Path], output: Path, head: str, headers: dict[s
     remove_stale(output.parent)  # temp files of killed runs (their owner is gone)
     with atomic_writer(output) as handle:
         for row in merged:
-            handle.write(orjson.dumps(row) + b"\n")
+            handle.write(stored_line(row) + b"\n")
     entries = await compute_aggregate_metrics(groups, agents, headers=headers)
     target = RunOutputs(output).aggregate_metrics
     write_aggregate_metrics(target, entries)

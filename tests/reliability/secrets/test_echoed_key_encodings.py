@@ -78,3 +78,32 @@ def test_an_echoed_key_is_masked_in_every_encoding(tmp_path: Path) -> None:
     leaked = {name: leaks(text) for name, text in files.items() if leaks(text)}
     assert not leaked, leaked
     assert not leaks(printed), printed
+
+
+def test_a_key_echoed_in_a_normal_answer_is_masked_in_every_stored_file(tmp_path: Path) -> None:
+    """Issue 22 (3): the upstream answers 200 and quotes the key in its answer text; the stored rollouts
+    (and the health files, report and logs written from them) hold the answer with the key masked."""
+    (tmp_path / "key.txt").write_text(KEY + "\n", encoding="utf-8")
+    (tmp_path / "key.txt").chmod(0o600)
+    stub = EchoCredentialUpstream(status=200)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
+    with ThreadedServer(cast(Any, stub), name="echo-answer") as upstream:
+        run = subprocess.run(
+            [sys.executable, "-m", "rewardgym", "eval", "run", "--resources-server", "mcqa",
+             "--model-type", "vllm_model", "--agent", "mcqa_simple_agent", "--model", "stub-model",
+             "--model-url", f"{upstream.url}/v1", "--model-api-key-file", "key.txt", "--input", str(MCQA),
+             "--limit", "2", "-o", "out/rollouts.jsonl", "--log-dir", "out/logs"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    printed = run.stdout + run.stderr
+    assert run.returncode == 0, printed
+    rows = (tmp_path / "out/rollouts.jsonl").read_bytes().splitlines()
+    assert len(rows) == 2 and all(b"(key ***;" in row for row in rows), rows  # the answer, the key masked
+    files = {
+        str(p.relative_to(tmp_path)): p.read_bytes().decode("utf-8", "replace")
+        for p in tmp_path.rglob("*")
+        if p.is_file() and p.name != "key.txt"
+    }
+    leaked = {name: leaks(text) for name, text in files.items() if leaks(text)}
+    assert not leaked, leaked
+    assert not leaks(printed), printed
