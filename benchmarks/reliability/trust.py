@@ -33,6 +33,35 @@ CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 """(section, title, id prefixes of its catalogue cases)."""
 
+TESTS: dict[str, tuple[str, ...]] = {
+    "T3": (
+        "tests/reliability/secrets/test_echoed_key_encodings.py",
+        "tests/reliability/secrets/test_no_secret_in_argv.py",
+        "tests/config/test_config_show.py::test_every_header_value_is_a_secret_unless_allow_listed",
+        "tests/config/test_secrets.py::test_stored_bytes_mask_known_secrets_only",
+        "tests/config/test_secrets.py::test_children_get_no_variable_holding_a_secret",
+        "tests/launch/test_ray_local.py::test_ray_records_the_command_line_with_secrets_masked",
+    ),
+    "T8": ("tests/launch/test_ray_local.py::test_a_local_cluster_listens_on_loopback_only",),
+}
+"""Classes whose guarantees are checked by real-process tests rather than catalogue cases: each test
+is run here and printed as one figure."""
+
+
+def run_tests(add: Add, section: str, tests: tuple[str, ...]) -> None:
+    """Each of ``tests`` run by pytest in a fresh interpreter: one figure per test."""
+    import subprocess
+    import sys
+
+    for test in tests:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", test],
+            cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        last = (done.stdout.strip().splitlines() or ["no output"])[-1]
+        add(section, test.rsplit("/", 1)[-1], last[:120], "passes", done.returncode == 0)
+
+
 Add = Callable[..., None]
 
 
@@ -99,6 +128,9 @@ def trust(add: Add, work: Path) -> None:
             print(f"-- {section} {title}")
             if prefixes == ("sandbox:",):
                 sandbox_memory(add)
+                continue
+            if section in TESTS:
+                run_tests(add, section, TESTS[section])
                 continue
             cases = _cases(prefixes) if prefixes else []
             if not cases:

@@ -52,7 +52,7 @@ from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.child_spec import ChildSpec
-from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.from_config import child_specs, port_range, upstream_urls, validate_specs
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
@@ -166,7 +166,7 @@ def start(
         upstream_timeout_s=float(upstream_timeout or 0),
         auth_token=_token(cfg),
     )
-    placement = ray_options(cfg.get("ray"), ray)
+    placement = ray_options(cfg.get("ray"), ray, port_range(cfg))
     supervisor: Supervisor
     if placement is not None:
         from rewardgym.launch.ray_launch import RaySupervisor

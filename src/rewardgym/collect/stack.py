@@ -29,7 +29,7 @@ from rewardgym.config.ports import DEFAULT_HEAD_PORT, DEFAULT_PORT_RANGE, can_bi
 from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
-from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.from_config import child_specs, port_range, upstream_urls, validate_specs
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
@@ -117,7 +117,7 @@ class ServedStack:
             upstream_timeout_s=float(readiness or 0),
             auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
         )
-        placement = ray_options(cfg.get("ray"), None)
+        placement = ray_options(cfg.get("ray"), None, port_range(cfg))
         self._supervisor: Supervisor
         if placement is None:
             self._supervisor = Supervisor(self._specs, options)
