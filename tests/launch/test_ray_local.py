@@ -6,6 +6,7 @@ in its job table has every secret masked (class 3)."""
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import psutil
 import pytest
@@ -19,14 +20,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 TOKEN = "rg-local-ray-token-5c1f3a"
 
 
-def test_a_local_cluster_listens_on_loopback_only(tmp_path: object) -> None:
+def test_a_local_cluster_listens_on_loopback_only(tmp_path: Path) -> None:
     marker = new_marker()
     head = free_port()
     gym = GymProcess(
         ["env", "start", "--resources-server", "mcqa", "--ray", "local", f"++head_server.port={head}",
          "++mcqa.resources_servers.mcqa.ray={num_cpus: 0}", "++port_range_low=17100",
          "++port_range_high=17199", f"++auth_token={TOKEN}"],
-        cwd=tmp_path, marker=marker,  # type: ignore[arg-type]
+        cwd=tmp_path, marker=marker,
     )  # fmt: skip
     try:
         assert gym.wait_for("servers ready", timeout=300), gym.text
@@ -41,7 +42,7 @@ def test_a_local_cluster_listens_on_loopback_only(tmp_path: object) -> None:
         ]
         assert len(listening) >= 4  # the GCS, a raylet, the head registry, the server
         assert all(addr.ip in ("127.0.0.1", "::ffff:127.0.0.1") for _, addr in listening), listening
-        url = instances_with_token(f"http://127.0.0.1:{head}")["mcqa"]["url"]
+        url = str(instances_with_token(f"http://127.0.0.1:{head}")["mcqa"]["url"])
         host, port = url.removeprefix("http://").rsplit(":", 1)
         assert host == "127.0.0.1" and 17100 <= int(port) <= 17199, url
     finally:
@@ -75,6 +76,6 @@ def test_ray_records_the_command_line_with_secrets_masked(monkeypatch: pytest.Mo
     monkeypatch.setattr(psutil.Process, "cmdline", lambda self: argv)
     original = ray_utils.get_entrypoint_name
     with ray_launch._entrypoint_without_secrets():
-        recorded = ray_utils.get_entrypoint_name()
+        recorded = ray_utils.get_entrypoint_name()  # type: ignore[no-untyped-call]
     assert ray_utils.get_entrypoint_name is original
     assert recorded == "gym env start --ray --model-api-key *** ++auth_token=***"
