@@ -29,7 +29,7 @@ CLASSES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("T6", "env stop verifies the head and each pid", ()),
     ("T7", "--no-serve: the head proves itself first", ()),
     ("T8", "Ray local cluster on loopback", ()),
-    ("T9", "smaller items", ()),
+    ("T9", "smaller items", ("small-",)),
 )
 """(section, title, id prefixes of its catalogue cases)."""
 
