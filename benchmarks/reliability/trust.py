@@ -42,6 +42,17 @@ TESTS: dict[str, tuple[str, ...]] = {
         "tests/config/test_secrets.py::test_children_get_no_variable_holding_a_secret",
         "tests/launch/test_ray_local.py::test_ray_records_the_command_line_with_secrets_masked",
     ),
+    "T6": tuple(
+        f"tests/launch/test_head_identity.py::{name}"
+        for name in (
+            "test_stop_signals_nothing_when_no_stack_of_ours_is_recorded",
+            "test_stop_signals_nothing_when_the_head_cannot_prove_the_stack_secret",
+            "test_stop_signals_nothing_when_the_pid_is_not_the_one_recorded",
+        )
+    ),
+    "T7": (
+        "tests/launch/test_head_identity.py::test_no_serve_never_sends_the_token_to_a_head_that_cannot_prove_it",
+    ),
     "T8": ("tests/launch/test_ray_local.py::test_a_local_cluster_listens_on_loopback_only",),
 }
 """Classes whose guarantees are checked by real-process tests rather than catalogue cases: each test

@@ -19,7 +19,6 @@ supervisor's pid from ``GET /supervisor``, checks it is a gym process of this us
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -53,6 +52,7 @@ from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.child_spec import ChildSpec
 from rewardgym.launch.from_config import child_specs, port_range, upstream_urls, validate_specs
+from rewardgym.launch.head_identity import verified_supervisor
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
@@ -299,16 +299,29 @@ def status(
         raise typer.Exit(1)
 
 
-def _gym_process(pid: int) -> psutil.Process:
+async def _identity(url: str, challenge: str) -> Any:
+    async with HttpClient() as client:  # no token: the head proves itself before anything is sent
+        reply = await client.post(
+            f"{url}/identity", json={"challenge": challenge}, timeout_s=5.0, max_attempts=1,
+            raise_for_status=False,
+        )  # fmt: skip
+        return reply.json() if reply.status == 200 else None
+
+
+def _gym_process(url: str) -> psutil.Process:
+    """The supervisor of the stack at ``url``, proven (:mod:`rewardgym.launch.head_identity`): the head
+    answers a challenge with this stack's secret, and the pid still has the start time and command line
+    recorded when the stack started."""
     try:
-        proc = psutil.Process(pid)
-        cmdline = " ".join(proc.cmdline())
-        same_user = proc.uids().real == os.getuid()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        raise ServerError(f"the supervisor (pid {pid}) is not running or not ours") from None
-    if not same_user or ("gym" not in cmdline and "rewardgym" not in cmdline):
-        raise ServerError(f"pid {pid} is not a gym supervisor of this user; not stopping it")
-    return proc
+        supervisor = verified_supervisor(url, lambda challenge: asyncio.run(_identity(url, challenge)))
+    except UpstreamError as exc:
+        raise ServerError(
+            f"no gym servers found: the head registry at {url} does not answer ({exc.kind})"
+        ) from None
+    try:
+        return psutil.Process(supervisor.pid)
+    except psutil.Error:
+        raise ServerError(f"the supervisor (pid {supervisor.pid}) is not running") from None
 
 
 @env_app.command("stop", context_settings=OVERRIDE_CONTEXT)
@@ -319,9 +332,8 @@ def stop(
 ) -> None:
     """Stop the servers started by `gym env start` (graceful: SIGTERM to the supervisor)."""
     head = _head_url(ctx, head_url)
-    info = _query(head, "/supervisor")
+    proc = _gym_process(head[0])  # proven before the token goes there or any pid is signalled
     count = len(_query(head, "/server_instances"))
-    proc = _gym_process(int(info["pid"]))
     proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:

@@ -30,6 +30,7 @@ from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.from_config import child_specs, port_range, upstream_urls, validate_specs
+from rewardgym.launch.head_identity import check_answer, new_challenge, proof
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
@@ -38,10 +39,36 @@ AGENT_KIND = "responses_api_agents"
 MODEL_KIND = "responses_api_models"
 
 
+async def prove_token_holder(head_url: str, token: str) -> None:
+    """Raise unless the head at ``head_url`` answers a fresh challenge with ``HMAC(token, challenge)``
+    (:mod:`rewardgym.launch.head_identity`); the request carries no token."""
+    challenge = new_challenge()
+    try:
+        async with HttpClient() as client:  # no default headers: the token stays here
+            reply = await client.post(
+                f"{head_url.rstrip('/')}/identity", json={"challenge": challenge}, timeout_s=5.0,
+                max_attempts=2, raise_for_status=False,
+            )  # fmt: skip
+            answer: Any = reply.json() if reply.status == 200 else None
+    except UpstreamError as exc:
+        raise ServerError(
+            f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
+            "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
+            "'gym eval run' start them itself"
+        ) from None
+    except ValueError:
+        answer = None
+    check_answer(answer, proof(token, challenge, "token"), "token", head_url)
+
+
 async def discover_agents(head_url: str, headers: Mapping[str, str] | None = None) -> AgentDirectory:
     """Agent name → URL from the head registry of a running ``gym env start`` (which it remembers).
 
-    ``headers`` go with the request (e.g. the shared auth token)."""
+    ``headers`` go with the request (e.g. the shared auth token) — only once the head proved that it holds
+    that token (:func:`prove_token_holder`): a decoy at the URL never receives it."""
+    token = (headers or {}).get("X-Rewardgym-Token")
+    if token:
+        await prove_token_holder(head_url, token)
     try:
         async with HttpClient(headers=headers) as client:
             reply = await client.get(

@@ -50,6 +50,7 @@ from rewardgym.config.secrets import redact_argv
 from rewardgym.errors import ConfigError, ServerError
 from rewardgym.http.errors import UpstreamError
 from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.head_identity import remove_record
 from rewardgym.launch.probe import http_status
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
@@ -407,6 +408,8 @@ class RaySupervisor(Supervisor):
                 await asyncio.wait_for(self._stop_requested.wait(), POLL_S)
 
     async def stop(self) -> None:
+        remove_record(self._identity_record)  # this stack's record (head_identity) goes first, as locally
+        self._identity_record = None
         if self._actors:
             import ray
 
