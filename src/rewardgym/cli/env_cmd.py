@@ -255,8 +255,9 @@ def status(
     head = _head_url(ctx, head_url)
     # Ours or a NeMo Gym 0.7.0 head (its records use other field names; launch.head_records).
     instances = [r.model_dump() for r in read_records(_query(head, "/server_instances")) or []]
-    servers = _query(head, "/health")
-    servers = servers.get("servers") if isinstance(servers, dict) else None
+    report = _query(head, "/health")
+    waiting = report.get("waiting_for") if isinstance(report, dict) else None
+    servers = report.get("servers") if isinstance(report, dict) else None
     if not isinstance(servers, list):  # a NeMo Gym head answers one status only: probe each server here
         servers = asyncio.run(_probe_each(instances, head[1]))
     # Keyed by URL: every replica of an instance has its own health entry.
@@ -268,7 +269,15 @@ def status(
     healthy = sum(1 for row in rows if row.get("healthy"))
     if as_json:
         typer.echo(
-            orjson.dumps({"head": head[0], "healthy": healthy, "total": len(rows), "servers": rows}).decode()
+            orjson.dumps(
+                {
+                    "head": head[0],
+                    "healthy": healthy,
+                    "total": len(rows),
+                    "servers": rows,
+                    "waiting_for": waiting or [],
+                }
+            ).decode()
         )
     else:
         table = Table(title=f"Servers of {head[0]}", title_justify="left")
@@ -295,7 +304,9 @@ def status(
             table.add_row(*cells)
         _out.print(table)
         _say(f"{healthy} of {len(rows)} servers healthy")
-    if healthy < len(rows):
+        if waiting:
+            _say(f"Still starting: 'gym env start' waits for its upstream {', '.join(map(str, waiting))}")
+    if healthy < len(rows) or waiting:
         raise typer.Exit(1)
 
 

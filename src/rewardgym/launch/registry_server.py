@@ -6,7 +6,9 @@ Endpoints (all ``GET``):
   (``name, kind, implementation, url, pid, status, started_at, exit_code, model``), each with the fields
   NeMo Gym 0.7.0's tools index added (``process_name`` = name, ``server_type`` = kind, ``host``, ``port``,
   ``start_time`` = started_at; docs/reference/nemo_gym_interop.md §2);
-- ``/health`` → ``{"status": "ok" | "degraded", "servers": [{name, url, healthy, latency_ms, error?}]}``,
+- ``/health`` → ``{"status": "ok" | "degraded" | "starting", "servers": [{name, url, healthy, latency_ms,
+  error?}], "waiting_for": [upstream, …]}`` (``starting`` while ``gym env start`` still waits for an
+  upstream: the stack is not ready even when every server answers),
   probing every instance's ``GET /`` concurrently with a short timeout;
 - ``POST /identity`` ``{"challenge": c}`` → ``{"stack": HMAC(stack secret, c), "token": HMAC(token, c)}``
   (open; :mod:`rewardgym.launch.head_identity`): how ``gym env stop`` and ``--no-serve`` tell this head
@@ -90,6 +92,7 @@ class HeadServer:
         supervisor_pid: int | None = None,
         config_document: Callable[[], Mapping[str, Any]] | None = None,
         stack_secret: str | None = None,
+        waiting_for: Callable[[], list[str]] | None = None,
     ) -> None:
         self.config = (
             config if isinstance(config, HeadServerConfig) else HeadServerConfig.model_validate(config)
@@ -103,6 +106,7 @@ class HeadServer:
         self._config_document = config_document
         self._document_body: bytes | None = None
         self._stack_secret = stack_secret or new_stack_secret()
+        self._waiting_for = waiting_for or list
 
     @property
     def http(self) -> HttpClient:
@@ -181,8 +185,9 @@ class HeadServer:
 
     async def _health_route(self, _request: Request) -> Response:
         servers = await asyncio.gather(*(self._probe(r) for r in self._instances()))
-        status = "ok" if all(s["healthy"] for s in servers) else "degraded"
-        return json_response({"status": status, "servers": list(servers)})
+        waiting = self._waiting_for()
+        status = "starting" if waiting else "ok" if all(s["healthy"] for s in servers) else "degraded"
+        return json_response({"status": status, "servers": list(servers), "waiting_for": waiting})
 
     async def _http_error(self, _request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -164,6 +164,8 @@ class Supervisor:
         self._forks: ForkServer | None = None
         self.head_url = f"http://{options.head_host}:{options.head_port}"
         self._identity_record: Path | None = None
+        self.waiting_for: set[str] = set()
+        """Upstreams the start-up still waits for (the head's /health says so: the stack is not ready)."""
 
     def records(self) -> list[InstanceRecord]:
         return [child.record for child in self._children]
@@ -251,6 +253,7 @@ class Supervisor:
                 specs, head_host=self.options.head_host, head_port=self.options.head_port
             ),
             stack_secret=stack_secret,
+            waiting_for=lambda: sorted(self.waiting_for),
         )
         self._head = _embedded_uvicorn(uvicorn_config(head))
         self._head_task = asyncio.create_task(self._head.serve())
@@ -337,10 +340,12 @@ class Supervisor:
         base = base_url.rstrip("/")
         probe = f"{base}/models" if base.endswith("/v1") else base
         deadline = time.monotonic() + self.options.upstream_timeout_s
+        self.waiting_for.add(safe_url(base))
         while True:
             try:
                 await http_status(probe, 5.0)
                 self._notify(f"upstream {safe_url(base)} answers")
+                self.waiting_for.discard(safe_url(base))
                 return
             except UpstreamConnectionError as exc:
                 if exc.dns_failure:
