@@ -29,7 +29,6 @@ trust: issue 22's classes (T1 … T9), one section each, their bad-input cases r
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import sys
 import tempfile
@@ -45,7 +44,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.reliability.trust import trust  # noqa: E402
+from benchmarks.reliability.trust import hostile_cases, trust  # noqa: E402
 from tests.stubs.bulky_agent import start_bulky_agent  # noqa: E402
 from tests.stubs.death_harness import kill_server_during_run, resume_line  # noqa: E402
 from tests.stubs.fault_upstream import FaultUpstream, start_fault_upstream  # noqa: E402
@@ -423,37 +422,7 @@ def load(figures: Figures, work: Path, *, rollouts: int) -> None:
 
 # ---------------------------------------------------------------------------------------------------- sandbox
 def sandbox(figures: Figures) -> None:
-    from rewardgym.environments.code_gen.app import CodeGenServer
-    from rewardgym.environments.code_gen.isolation import probe_isolation
-    from rewardgym.environments.code_gen.tests.hostile import (
-        CASES,
-        RSS_BOUND_MIB,
-        SERVER_SETTINGS,
-        host_with_secrets,
-        run_case,
-    )
-    from rewardgym.launch.serve import ThreadedServer
-
-    server = CodeGenServer({"name": "code_gen", "max_concurrent_executions": 2, **SERVER_SETTINGS})
-    runner = ThreadedServer(server).start()
-    try:
-        mode = asyncio.run(probe_isolation(server.config.unshare_command, sys.executable)).mode
-        figures.add("S", "isolation", mode, "namespaces (root)", mode == "namespaces")
-        with host_with_secrets() as host:
-            for case in CASES:
-                outcome = run_case(runner.url, case, host)
-                codes = outcome.result[-1:] if outcome.result else outcome.result
-                figures.add(
-                    "S",
-                    case.name,
-                    f"{codes} {outcome.reason[:70]!r}, RSS +{outcome.rss_growth_mib:.1f} MiB, "
-                    f"{outcome.seconds:.1f} s"
-                    + (f"; {'; '.join(outcome.problems)}" if outcome.problems else ""),
-                    f"reward 0 + reason, no leak, host unchanged, RSS ≤ +{RSS_BOUND_MIB} MiB, healthy",
-                    not outcome.problems,
-                )
-    finally:
-        runner.stop()
+    hostile_cases(figures.add, "S")
 
 
 # ---------------------------------------------------------------------------------------------------- main

@@ -102,8 +102,9 @@ def _cases(prefixes: tuple[str, ...]) -> list[Case]:
     return [case for case in load_cases() if case.run and case.id.startswith(prefixes)]
 
 
-def sandbox_memory(add: Add) -> None:
-    """T1: the hostile forking memory hog against a real code_gen server over HTTP (root, namespaces)."""
+def hostile_cases(add: Add, section: str, wanted: Callable[[str], bool] = lambda name: True) -> None:
+    """The hostile catalogue's cases ``wanted`` (by name) against a real code_gen server over HTTP (root,
+    namespaces): one figure each, after the isolation and the memory plan. Also ``run_all``'s sandbox."""
     import asyncio
     import sys
 
@@ -111,27 +112,32 @@ def sandbox_memory(add: Add) -> None:
     from rewardgym.environments.code_gen.isolation import probe_isolation
     from rewardgym.environments.code_gen.tests.hostile import (
         CASES,
+        RSS_BOUND_MIB,
         SERVER_SETTINGS,
         host_with_secrets,
         run_case,
     )
     from rewardgym.launch.serve import ThreadedServer
 
-    server = CodeGenServer({"name": "code_gen", "max_concurrent_executions": 1, **SERVER_SETTINGS})
+    server = CodeGenServer({"name": "code_gen", "max_concurrent_executions": 2, **SERVER_SETTINGS})
     runner = ThreadedServer(server).start()
     try:
         mode = asyncio.run(probe_isolation(server.config.unshare_command, sys.executable)).mode
-        add("T1", "isolation", mode, "namespaces (root)", mode == "namespaces")
-        add(
-            "T1", "memory plan", server.sandbox.memory.describe(), "processes x size <= memory_limit_mb", True
-        )
+        add(section, "isolation", mode, "namespaces (root)", mode == "namespaces")
+        add(section, "memory plan", server.sandbox.memory.describe(), "processes x size <= run limit", True)
         with host_with_secrets() as host:
-            for case in [c for c in CASES if "memory hog" in c.name]:
+            for case in [c for c in CASES if wanted(c.name)]:
                 outcome = run_case(runner.url, case, host)
-                shown = f"{outcome.reason[:90]!r}" + (
-                    f"; {'; '.join(outcome.problems)}" if outcome.problems else ""
+                codes = outcome.result[-1:] if outcome.result else outcome.result
+                add(
+                    section,
+                    case.name,
+                    f"{codes} {outcome.reason[:70]!r}, RSS +{outcome.rss_growth_mib:.1f} MiB, "
+                    f"{outcome.seconds:.1f} s"
+                    + (f"; {'; '.join(outcome.problems)}" if outcome.problems else ""),
+                    f"reward 0 + reason, no leak, host unchanged, RSS <= +{RSS_BOUND_MIB} MiB, healthy",
+                    not outcome.problems,
                 )
-                add("T1", case.name, shown, "the whole run within memory_limit_mb", not outcome.problems)
     finally:
         runner.stop()
 
@@ -144,7 +150,7 @@ def trust(add: Add, work: Path) -> None:
         for section, title, prefixes in CLASSES:
             print(f"-- {section} {title}")
             if prefixes == ("sandbox:",):
-                sandbox_memory(add)
+                hostile_cases(add, section, lambda name: "memory hog" in name)
                 continue
             if section in TESTS:
                 run_tests(add, section, TESTS[section])

@@ -39,6 +39,14 @@ AGENT_KIND = "responses_api_agents"
 MODEL_KIND = "responses_api_models"
 
 
+def _no_head(head_url: str, exc: UpstreamError) -> ServerError:
+    return ServerError(
+        f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
+        "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
+        "'gym eval run' start them itself"
+    )
+
+
 async def prove_token_holder(head_url: str, token: str) -> None:
     """Raise unless the head at ``head_url`` answers a fresh challenge with ``HMAC(token, challenge)``
     (:mod:`rewardgym.launch.head_identity`); the request carries no token."""
@@ -51,11 +59,7 @@ async def prove_token_holder(head_url: str, token: str) -> None:
             )  # fmt: skip
             answer: Any = reply.json() if reply.status == 200 else None
     except UpstreamError as exc:
-        raise ServerError(
-            f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
-            "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
-            "'gym eval run' start them itself"
-        ) from None
+        raise _no_head(head_url, exc) from None
     except ValueError:
         answer = None
     check_answer(answer, proof(token, challenge, "token"), "token", head_url)
@@ -82,11 +86,7 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
             ) from None
         raise ServerError(f"the head registry at {head_url} answered HTTP {exc.status}") from None
     except UpstreamError as exc:
-        raise ServerError(
-            f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
-            "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
-            "'gym eval run' start them itself"
-        ) from None
+        raise _no_head(head_url, exc) from None
     parsed = read_records(records)
     if parsed is None:
         raise ServerError(f"{head_url}/server_instances did not answer a list of instances")

@@ -151,7 +151,7 @@ if posix.fork() == 0:
 print('forked')
 """
 
-_FORKING_HOG = """
+FORKING_HOG = """
 import posix
 reads, pids = [], []
 for _ in range(8):
@@ -173,7 +173,8 @@ for _ in range(8):
     reads.append(r)
     pids.append(pid)
 total = sum(int(posix.read(r, 32) or b"0") for r in reads)
-print(("run total within limit" if total <= 256 else "run total OVER limit"), len(pids), total)
+verdict = "run total within limit" if total <= 256 else "run total OVER limit"
+print(verdict, "children", len(pids), "MiB", total)
 """
 """Eight children each holding up to 128 MiB: per-process limits alone let the run hold 1 GiB."""
 
@@ -235,7 +236,7 @@ CASES = [
         reasons=("Resource", "Time Limit", "Global"),
     ),
     Case("daemon that outlives the solution", _DAEMON, reasons=("forked",)),
-    Case("forking memory hog (the run's total)", _FORKING_HOG, reasons=("run total within limit",)),
+    Case("forking memory hog (the run's total)", FORKING_HOG, reasons=("run total within limit",)),
     Case(
         "sleep", "import time\ntime.sleep(10 ** 6)", codes=(-3, -1), reasons=("Time Limit", "Global timeout")
     ),

@@ -1,8 +1,9 @@
 """A run's memory is bounded as a whole (issue 22, class 1): a forking memory hog, the plan per machine,
 the cgroup files a run gets, and the refusal where neither a cgroup nor the rlimits can hold.
 
-The hog is small on purpose (a 256 MiB run of 64 MiB processes; each child stops at 128 MiB): without the
-bound its eight children would together hold up to 1 GiB, with it the whole run stays within 256 MiB."""
+The hog (the hostile catalogue's) is small on purpose (a 256 MiB run of 64 MiB processes; each child stops
+at 128 MiB): without the bound its eight children would together hold up to 1 GiB, with it the whole run
+stays within 256 MiB."""
 
 from __future__ import annotations
 
@@ -20,39 +21,10 @@ from rewardgym.environments.code_gen.run_memory import (
 )
 from rewardgym.environments.code_gen.sandbox import CodeSandbox, SandboxUnavailableError
 from rewardgym.environments.code_gen.tests.helpers import fenced, make_request
+from rewardgym.environments.code_gen.tests.hostile import FORKING_HOG, SERVER_SETTINGS
 from rewardgym.environments.code_gen.verifier import CodeGenConfig, verify
 
-RUN_MB = 256
-FORKING_HOG = f"""
-import posix  # the sandbox's guard removes os.fork and friends
-reads, pids = [], []
-for _ in range(8):
-    r, w = posix.pipe()
-    try:
-        pid = posix.fork()
-    except OSError:
-        posix.close(r)
-        posix.close(w)
-        break
-    if pid == 0:
-        posix.close(r)
-        held, chunks = 0, []
-        try:
-            while held < 128:
-                chunks.append(bytearray(4 * 2**20))
-                held += 4
-        except MemoryError:
-            pass
-        posix.write(w, str(held).encode())
-        posix._exit(0)
-    posix.close(w)
-    reads.append(r)
-    pids.append(pid)
-total = sum(int(posix.read(r, 32) or b"0") for r in reads)
-for pid in pids:
-    posix.waitpid(pid, 0)
-print("bounded" if len(pids) >= 2 and total <= {RUN_MB} else f"children={{len(pids)}} held={{total}} MiB")
-"""
+RUN_MB = SERVER_SETTINGS["memory_limit_mb"]
 
 
 @pytest.fixture
@@ -66,8 +38,12 @@ async def test_a_forking_memory_hog_holds_at_most_the_run_limit(
     config: CodeGenConfig, isolated: Isolation
 ) -> None:
     config = config.model_copy(update={"memory_limit_mb": RUN_MB, "process_memory_mb": 64})
-    result = await verify(make_request(fenced(FORKING_HOG), ["\n"], ["bounded"]), config)
-    assert result.reward == 1.0, result.metadata  # the children forked, and together held <= the run limit
+    result = await verify(make_request(fenced(FORKING_HOG), ["\n"], ["-"]), config)
+    assert result.metadata is not None
+    words = str(result.metadata.get("output", "")).split()  # "run total within limit children N MiB M"
+    assert words[:4] == ["run", "total", "within", "limit"], result.metadata
+    children, held = int(words[5]), int(words[7])
+    assert children >= 2 and held <= RUN_MB, (children, held)  # several forked; together within the run
 
 
 def test_the_fallback_keeps_processes_times_address_space_within_the_run() -> None:
