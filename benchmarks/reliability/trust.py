@@ -56,6 +56,7 @@ TESTS: dict[str, tuple[str, ...]] = {
     "T8": ("tests/launch/test_ray_local.py::test_a_local_cluster_listens_on_loopback_only",),
     "T9": (
         "tests/servers/test_env_status_starting.py",
+        "tests/servers/test_deadline.py",
         "tests/cli/test_early_interrupt.py",
         "tests/export/test_csv_formulas.py",
         "tests/analysis/test_report_browser.py::test_only_the_pages_own_script_runs",
