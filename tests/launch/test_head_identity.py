@@ -141,3 +141,15 @@ def test_no_serve_never_sends_the_token_to_a_head_that_cannot_prove_it(tmp_path:
     assert "could not prove it holds the shared auth token" in done.stderr
     assert head.received and not any(TOKEN.encode() in value for value in head.received)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["status", "stop"])
+def test_env_status_and_stop_never_send_the_token_to_a_head_that_cannot_prove_it(
+    command: str, tmp_path: Path
+) -> None:
+    head = DecoyHead(os.getpid())
+    with ThreadedServer(cast(Any, head), name="decoy-head") as decoy:
+        done = _gym(["env", command, "--head-url", decoy.url, f"++auth_token={TOKEN}"], tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "could not prove it holds the shared auth token" in done.stderr
+    assert head.received and not any(TOKEN.encode() in value for value in head.received)

@@ -199,10 +199,14 @@ def _head_url(ctx: typer.Context, head_url: str | None) -> tuple[str, dict[str, 
     """The head registry's URL and the auth headers (token from ``++auth_token`` / env.yaml)."""
     overrides = split_overrides(ctx.args, ["--head-url", "--json", "--timeout"])
     cfg = load_config([], overrides, require_complete=False, check_keys=True)
-    if head_url:
-        return head_url.rstrip("/"), token_headers(_token(cfg))
     host, port = cfg.head_server
-    return f"http://{host}:{port}", token_headers(_token(cfg))
+    url = head_url.rstrip("/") if head_url else f"http://{host}:{port}"
+    token = _token(cfg)
+    if token:  # the head proves it holds the token before the token goes there (launch.head_identity)
+        from rewardgym.collect.stack import prove_token_holder
+
+        asyncio.run(prove_token_holder(url, token))
+    return url, token_headers(token)
 
 
 async def _fetch(url: str, headers: dict[str, str]) -> Any:
