@@ -9,6 +9,7 @@ is ``tests/reliability/faults`` and ``tests/reliability/crash``.
     .venv/bin/python benchmarks/reliability/run_all.py --only faults --json figures.json
     .venv/bin/python benchmarks/reliability/run_all.py --quick         # smaller sizes, a smoke run
     .venv/bin/python benchmarks/reliability/run_all.py --only sandbox  # the hostile catalogue (~1 min, root)
+    .venv/bin/python benchmarks/reliability/run_all.py --only trust    # issue 22, a section per class
 
 faults: 1,000 rollouts (250 mcqa tasks x 4 repeats) through vllm_model → the fault upstream with 20 %
 HTTP 500, 5 % 429 (Retry-After 1 s), 5 % hangs (model server read timeout 2 s) and 5 % resets, against the
@@ -21,12 +22,13 @@ every process's file descriptors sampled.
 sandbox: every case of ``src/rewardgym/environments/code_gen/tests/hostile.py`` sent to a real code_gen server
 over HTTP (needs the root server's ``namespaces`` isolation, as in CI): reward 0 with a reason, no host
 secret in the answer, nothing left on the host, the server's peak RSS bounded, the server healthy.
+trust: issue 22's classes (T1 … T9), one section each, their bad-input cases run as real processes
+(``benchmarks/reliability/trust.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 import sys
 import tempfile
@@ -42,6 +44,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.reliability.trust import hostile_cases, trust  # noqa: E402
 from tests.stubs.bulky_agent import start_bulky_agent  # noqa: E402
 from tests.stubs.death_harness import kill_server_during_run, resume_line  # noqa: E402
 from tests.stubs.fault_upstream import FaultUpstream, start_fault_upstream  # noqa: E402
@@ -419,44 +422,16 @@ def load(figures: Figures, work: Path, *, rollouts: int) -> None:
 
 # ---------------------------------------------------------------------------------------------------- sandbox
 def sandbox(figures: Figures) -> None:
-    from rewardgym.environments.code_gen.app import CodeGenServer
-    from rewardgym.environments.code_gen.isolation import probe_isolation
-    from rewardgym.environments.code_gen.tests.hostile import (
-        CASES,
-        RSS_BOUND_MIB,
-        SERVER_SETTINGS,
-        host_with_secrets,
-        run_case,
-    )
-    from rewardgym.launch.serve import ThreadedServer
-
-    server = CodeGenServer({"name": "code_gen", "max_concurrent_executions": 2, **SERVER_SETTINGS})
-    runner = ThreadedServer(server).start()
-    try:
-        mode = asyncio.run(probe_isolation(server.config.unshare_command, sys.executable)).mode
-        figures.add("S", "isolation", mode, "namespaces (root)", mode == "namespaces")
-        with host_with_secrets() as host:
-            for case in CASES:
-                outcome = run_case(runner.url, case, host)
-                codes = outcome.result[-1:] if outcome.result else outcome.result
-                figures.add(
-                    "S",
-                    case.name,
-                    f"{codes} {outcome.reason[:70]!r}, RSS +{outcome.rss_growth_mib:.1f} MiB, "
-                    f"{outcome.seconds:.1f} s"
-                    + (f"; {'; '.join(outcome.problems)}" if outcome.problems else ""),
-                    f"reward 0 + reason, no leak, host unchanged, RSS ≤ +{RSS_BOUND_MIB} MiB, healthy",
-                    not outcome.problems,
-                )
-    finally:
-        runner.stop()
+    hostile_cases(figures.add, "S")
 
 
 # ---------------------------------------------------------------------------------------------------- main
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
-        "--only", default="faults,crash,load,sandbox", help="comma-separated: faults, crash, load, sandbox"
+        "--only",
+        default="faults,crash,load,sandbox,trust",
+        help="comma-separated: faults, crash, load, sandbox, trust",
     )
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     parser.add_argument("--json", type=Path, help="also write the figures and raw data here")
@@ -479,6 +454,7 @@ def main() -> int:
         ("crash", lambda: crashes(figures, work / "crash", kills=8 if args.quick else 20)),
         ("load", lambda: load(figures, work / "load", rollouts=3000 if args.quick else 20000)),
         ("sandbox", lambda: sandbox(figures)),
+        ("trust", lambda: trust(figures.add, work / "trust")),
     ]
     for name, run in sections:
         if name not in only:

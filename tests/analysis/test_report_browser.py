@@ -92,3 +92,33 @@ def test_filter_sort_and_open_a_task(browser_page: tuple[Page, list[str], list[s
     assert cells == 5  # header + 4 rollouts
     assert "is <b>0</b> </script> <!-- <script>" in page.inner_text("#detail-table")  # as text, not HTML
     assert errors == []
+
+
+def test_only_the_pages_own_script_runs(report: Path, tmp_path: Path) -> None:
+    """Issue 22 (9): the CSP allows the page's one script by its hash (no 'unsafe-inline' for scripts),
+    sends no form and locks the base URI: a script injected into the page does not run, and neither does
+    an inline handler; the page's own script still does."""
+    import re
+
+    html = report.read_text("utf-8")
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+    assert policy is not None
+    directives = dict(d.strip().split(" ", 1) for d in policy.group(1).split(";"))
+    assert directives["script-src"].startswith("'sha256-") and "unsafe-inline" not in directives["script-src"]
+    assert directives["form-action"] == "'none'" and directives["base-uri"] == "'none'"
+    injected = tmp_path / "injected.html"
+    payload = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
+    injected.write_text(html.replace("<main>", "<main>" + payload, 1), "utf-8")
+    seen: dict[str, object] = {}
+
+    def look() -> None:  # in a thread of its own: Playwright's sync API refuses a thread with a loop
+        with open_offline(injected, "#spacer .row") as (page, errors, _):
+            seen.update(title=page.title(), rows=page.locator("#spacer .row").count(), errors=list(errors))
+
+    import threading
+
+    thread = threading.Thread(target=look)
+    thread.start()
+    thread.join()
+    assert seen["title"] != "pwned" and isinstance(seen["rows"], int) and seen["rows"] > 0, seen
+    assert any("Content Security Policy" in str(e) for e in seen["errors"]), seen  # type: ignore[attr-defined]

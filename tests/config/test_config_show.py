@@ -215,3 +215,31 @@ def test_subprocess_exit_codes_and_no_secret(project: Path) -> None:
     assert bad.stderr.startswith("Error: limit: cannot resolve interpolation")
     assert "Traceback" not in bad.stderr
     assert SECRET not in bad.stdout + bad.stderr
+
+
+HEADER_SECRETS = {
+    "Proxy-Authorization": "Basic cHJveHk6c2VjcmV0LXByb3h5",
+    "Ocp-Apim-Subscription-Key": "apim-subscription-4711",
+    "Cookie": "session=cookie-value-0815",
+    "X-Auth-Token": "x-auth-value-1234",
+    "X-Custom-Whatever": "custom-header-value-9",
+}
+
+
+def test_every_header_value_is_a_secret_unless_allow_listed(
+    project: Path, write: WriteFile, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 (3): header names outside the secret-key rule are masked too (only a short allow-list of
+    plain headers is shown), in `gym config show` and in every text printed later."""
+    headers = {**HEADER_SECRETS, "Content-Type": "application/json", "User-Agent": "rg-test"}
+    write("headers.yaml", yaml.safe_dump({"policy_model": {"responses_api_models": {"openai_model": {
+        "openai_default_headers": headers}}}}))  # fmt: skip
+    code, out, err = _show(capsys, "--config", "mcqa.yaml", "--config", "headers.yaml")
+    assert code == 0, err
+    shown = yaml.safe_load(out)["policy_model"]["responses_api_models"]["openai_model"][
+        "openai_default_headers"
+    ]
+    assert shown == {**dict.fromkeys(HEADER_SECRETS, "***"), "Content-Type": "application/json",
+                     "User-Agent": "rg-test"}  # fmt: skip
+    for value in HEADER_SECRETS.values():
+        assert value not in out + err

@@ -138,3 +138,34 @@ def test_model_flags_map_to_policy_keys_literally(tmp_path: Path, write: WriteFi
     assert cfg.get("policy_api_key") == "key-${x}: {y}"
     assert cfg.redacted()["policy_api_key"] == "***"
     assert cli_overrides_from_flags() == []
+
+
+def test_stored_bytes_mask_known_secrets_only() -> None:
+    """Issue 22 (3): a row about to be stored loses every registered secret in every form, and nothing
+    that merely looks like a credential (that is data)."""
+    import json
+
+    from rewardgym.config.secrets import mask_known_secrets
+
+    register_secret('stored-"key"-é-5f1c9a')
+    row = {
+        "text": 'echo stored-"key"-é-5f1c9a and sk-looks-like-a-key-123',
+        "nested": json.dumps({"k": 'stored-"key"-é-5f1c9a'}),
+    }
+    data = mask_known_secrets(json.dumps(row, ensure_ascii=False).encode())
+    assert b"stored-" not in data and b"5f1c9a" not in data
+    assert b"sk-looks-like-a-key-123" in data
+    assert json.loads(data)["text"] == "echo *** and sk-looks-like-a-key-123"
+
+
+def test_children_get_no_variable_holding_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22 (3): a value ``${oc.env:VAR}`` read as a secret leaves the server processes' environment."""
+    from rewardgym.config.secrets import child_environ
+
+    monkeypatch.setenv("RG_TEST_SECRET_VAR", "env-secret-value-31337")
+    monkeypatch.setenv("RG_TEST_PLAIN_VAR", "plain")
+    assert "RG_TEST_SECRET_VAR" in child_environ()
+    register_secret("env-secret-value-31337")
+    env = child_environ(EXTRA="1")
+    assert "RG_TEST_SECRET_VAR" not in env and env["RG_TEST_PLAIN_VAR"] == "plain" and env["EXTRA"] == "1"
+    assert "RG_TEST_SECRET_VAR" in child_environ(drop_secret_values=False)

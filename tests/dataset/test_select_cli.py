@@ -25,6 +25,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _root(*folders: Path) -> str:
+    """The folder holding all of ``folders`` (``--check --root``: the manifest's inputs lie there)."""
+    return os.path.commonpath([str(f) for f in folders])
+
+
 def _rows(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
@@ -163,6 +168,11 @@ def test_manifest_records_enough_to_rebuild_and_check_passes(runs: Path, tmp_pat
     assert manifest["rewardgym_version"] and manifest["created"].endswith("Z")
     assert "--drop-flagged" in manifest["command"] and "--seed 3" in manifest["command"]
     done = cli("data", "select", "--check", str(tmp_path / "train.manifest.json"))
+    assert done.returncode == 1  # the profiles lie outside the manifest's folder: trusted only when named
+    assert "is outside the manifest's folder: refused, nothing read" in done.stderr
+    done = cli(
+        "data", "select", "--check", str(tmp_path / "train.manifest.json"), "--root", _root(runs, tmp_path)
+    )
     assert done.returncode == 0, done.stderr
     assert "rebuilt byte-identical" in done.stdout
 
@@ -195,7 +205,7 @@ def test_check_detects_a_different_rebuild(runs: Path, tmp_path: Path) -> None:
     manifest = orjson.loads(path.read_bytes())
     manifest["settings"]["seed"] = 99  # the recorded settings no longer give this dataset
     path.write_bytes(orjson.dumps(manifest))
-    done = cli("data", "select", "--check", str(path))
+    done = cli("data", "select", "--check", str(path), "--root", _root(runs, tmp_path))
     assert done.returncode == 1
     assert "rebuilding from the recorded inputs and settings gives a different dataset" in done.stderr
 
@@ -277,7 +287,9 @@ def test_console_script_end_to_end(runs: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"Wrote {out} (12 rows)" in done.stdout and "Stage 2: 6 rows" in done.stdout
-    done = gym("data", "select", "--check", str(tmp_path / "train.manifest.json"))
+    done = gym(
+        "data", "select", "--check", str(tmp_path / "train.manifest.json"), "--root", _root(runs, tmp_path)
+    )
     assert done.returncode == 0, done.stderr
     # Another process (another hash seed) gives the same bytes.
     again = tmp_path / "again.jsonl"

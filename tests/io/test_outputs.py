@@ -17,9 +17,11 @@ from rewardgym.io.outputs import (
     MARKER,
     atomic_write_bytes,
     atomic_writer,
+    command_files,
     create_temp_file,
     guard_outputs,
     make_temp_dir,
+    note_inputs,
     owner_alive,
     process_start,
     remove_stale,
@@ -135,3 +137,28 @@ def test_temp_names_carry_the_owner_and_only_dead_owners_leftovers_are_removed(t
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == sorted([live_file.name, live_dir.name, foreign.name, "keep", "out.jsonl.tmp"])
     assert stat.S_IMODE(live_dir.stat().st_mode) == 0o700
+
+
+def test_one_ledger_per_command_checks_every_later_write_against_every_input(tmp_path: Path) -> None:
+    """Inside a command, a sidecar guarded (or written) later is still checked against the inputs an
+    earlier guard recorded, and against files noted as read beside them; outside, no ledger is kept."""
+    given, beside, hard = tmp_path / "in.jsonl", tmp_path / "in_sidecar.json", tmp_path / "hard.json"
+    given.write_bytes(b"input\n")
+    beside.write_bytes(b"beside\n")
+    os.link(beside, hard)
+    with command_files():
+        guard_outputs([(tmp_path / "out.jsonl", "--output")], [(given, "--input")])
+        note_inputs([(beside, "sidecar (read beside --input)")])
+        with pytest.raises(UsageError, match=r"refusing to write analysis output .* it is the --input file"):
+            guard_outputs([(given, "analysis output")], [])
+        with pytest.raises(UsageError, match="it is the --input file"), atomic_writer(given) as handle:
+            handle.write(b"lost")
+        with pytest.raises(UsageError, match="a hard link to the same file"):
+            JsonlAppender(hard)
+        with atomic_writer(tmp_path / "out.jsonl") as handle:  # an output that is no input is written
+            handle.write(b"ok\n")
+    assert given.read_bytes() == b"input\n" and beside.read_bytes() == b"beside\n"
+    assert not [p for p in os.listdir(tmp_path) if MARKER in p]
+    with atomic_writer(given) as handle:  # library use: no command, no ledger
+        handle.write(b"rewritten\n")
+    assert given.read_bytes() == b"rewritten\n"

@@ -190,6 +190,10 @@ def test_the_registry_lists_where_each_replica_runs(placed: Placed) -> None:
     }  # fmt: skip
     assert all(r["status"] == "ready" and r["node_id"] and r["node_ip"] for r in records)
     assert all(r["url"] == f"http://{r['node_ip']}:{r['url'].rsplit(':', 1)[1]}" for r in records)
+    # every server's port on its node comes from the config's port range (default 10001..20000; issue 22)
+    assert all(10001 <= int(r["url"].rsplit(":", 1)[1]) <= 20000 for r in records), [
+        r["url"] for r in records
+    ]
     # placement by resources: only node 2 has "node2", only node 1 "node1"
     assert {r["node_id"] for r in by_name["counter"]} == {placed.node2.node_id}
     node1 = placed.cluster.head_node.node_id

@@ -9,6 +9,9 @@ can carry it, so a test can check that none of them survives rewardgym's redacti
   once more by the outer body);
 - ``error.param``: the key URL-encoded (``quote_plus``).
 
+With ``status=200`` the stub answers every completion normally instead, its answer text quoting the key in
+the same encodings (an upstream that echoes a key in a normal answer: it must not reach ``rollouts.jsonl``).
+
 The key is read from ``Authorization: Bearer …`` (or ``X-Rewardgym-Token``) as UTF-8, which is how both
 of rewardgym's transports send header values. ``GET …/models`` answers normally (so start-up readiness
 passes); ``received`` keeps the raw header bytes so a test can prove the key really reached the wire.
@@ -47,6 +50,18 @@ class EchoCredentialUpstream:
         raw = dict(scope["headers"]).get(b"authorization", b"").removeprefix(b"Bearer ")
         self.received.append(raw)
         key = raw.decode("utf-8", "replace")
+        if self.status == 200:
+            text = f"\\boxed{{B}} (key {key}; {json.dumps({'key': key})}; {quote_plus(key)})"
+            answer = {
+                "id": "chatcmpl-echo", "object": "chat.completion", "created": 0, "model": "stub-model",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }  # fmt: skip
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": orjson.dumps(answer)})
+            return
         error = {
             "message": f"Incorrect API key provided: {key}",
             "detail": json.dumps({"key": key}),

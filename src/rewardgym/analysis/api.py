@@ -9,8 +9,11 @@ Contract of :func:`analyze_files(inputs, rollouts, settings)`:
   before anything is written; ``strict=False`` (health-check) turns it into a ``record_unreadable`` finding;
 - writes, each by temp file + rename: ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``,
   ``<stem>_quality_summary.json`` and (``report=True``) ``<stem>_report.html``; ``health_only=True``
-  writes just the two health files; ``scan`` is an already-read rollouts file and ``materialized`` the
-  number of materialized rollouts when already known (``profile --report``: the profile counted them);
+  writes just the two health files; before reading, an output that is one of the files it reads (given
+  or beside the rollouts) or exists as anything but a regular file is refused
+  (:func:`~rewardgym.io.outputs.guard_outputs`); ``scan`` is an already-read rollouts file and
+  ``materialized`` the number of materialized rollouts when already known (``profile --report``: the
+  profile counted them);
   ``before_writing`` is called once the analysis is computed and every file written to its temp file
   (but the report's last part: the profile's metrics, read after it), before any file is in place
   (``profile --report`` holds a forked analysis there until the profile is written; an exception
@@ -42,13 +45,15 @@ from rewardgym.analysis.sidecars import (
     declared_reward_range,
     input_tasks,
     output_paths,
+    read_beside,
     read_failures,
     read_run,
     wall_time,
+    written_files,
 )
 from rewardgym.errors import DataError
 from rewardgym.io.memory import release_freed_memory
-from rewardgym.io.outputs import atomic_writer
+from rewardgym.io.outputs import atomic_writer, guard_outputs
 
 _ARRAYS = ("per_task", "per_rollout")
 
@@ -123,6 +128,11 @@ def analyze_files(
     settings = settings or Settings()
     if inputs is not None and not inputs.is_file():
         raise DataError(f"Input file not found: '{inputs}' (--inputs)")
+    paths = output_paths(rollouts)
+    guard_outputs(
+        written_files(paths, report=report, health_only=health_only),
+        [(rollouts, "--rollouts"), (inputs, "--inputs"), *read_beside(paths)],
+    )  # before the rollouts are read: a refused output costs nothing and changes nothing
     if scan is None:
         scan = scan_rollouts(rollouts, workers=workers)
     if strict and scan.unreadable:
@@ -130,7 +140,6 @@ def analyze_files(
         raise DataError(f"{rollouts}:{line}: {error}")
     if strict and len(scan.columns) == 0:
         raise DataError(f"{rollouts}: no rollouts to analyze")
-    paths = output_paths(rollouts)
     classes, failure_tasks, _ = read_failures(paths.failures)
     materialized_file = inputs if inputs is not None else paths.materialized
     if materialized is None:

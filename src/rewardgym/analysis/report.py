@@ -31,7 +31,7 @@ from rewardgym.analysis.columns import RolloutColumns
 from rewardgym.analysis.document import Analysis
 from rewardgym.analysis.extract import response_text
 from rewardgym.analysis.report_health import health_section
-from rewardgym.analysis.report_page import CSS, JS
+from rewardgym.analysis.report_page import CSS, JS, csp_meta
 from rewardgym.analysis.report_tasks import TASK_ROWS, TaskInput, task_inputs
 from rewardgym.analysis.scan import Scan
 from rewardgym.analysis.sidecars import AnalysisPaths, read_json
@@ -217,10 +217,7 @@ def _opening(
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     head = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src'
-        " 'unsafe-inline'; "
-        "script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>rewardgym analysis</title><style>{CSS}</style></head><body>"
+        f"{csp_meta(JS)}<title>rewardgym analysis</title><style>{CSS}</style></head><body>"
     )
     body = (
         f"<header><h1>rewardgym analysis — {escape(Path(doc['run']['rollouts_file']).name)}</h1>"

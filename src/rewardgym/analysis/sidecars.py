@@ -3,6 +3,8 @@ the profile's agent / repeat-level metrics. Every file is optional; a damaged si
 (the sidecars inform the report, they are not the data under analysis).
 
 Contract: :func:`output_paths` names every file the analysis writes next to ``<stem>.jsonl``;
+:func:`written_files` lists those one analysis writes and :func:`read_beside` those it reads beside the
+rollouts (each labelled for :func:`rewardgym.io.outputs.guard_outputs`);
 :func:`read_failures` returns failures per class and the task indices that failed; :func:`count_lines`
 counts non-empty lines; :func:`input_tasks` lists the task indices of the materialized inputs;
 :func:`wall_time` is the time between the materialized inputs being written and the rollouts file's last
@@ -49,6 +51,24 @@ def output_paths(rollouts: Path) -> AnalysisPaths:
         repeat_metrics=_sibling(rollouts, "_repeat_level_metrics.json"),
         run_file=_sibling(rollouts, "_run.json"),
     )
+
+
+def written_files(
+    paths: AnalysisPaths, *, report: bool = True, health_only: bool = False
+) -> list[tuple[Path, str]]:
+    """The files one analysis writes (the health files alone with ``health_only``), labelled."""
+    files = [paths.verdicts, paths.quality]
+    if not health_only:
+        files += [paths.analysis] + ([paths.report] if report else [])
+    return [(path, "analysis output (written next to the rollouts)") for path in files]
+
+
+def read_beside(paths: AnalysisPaths) -> list[tuple[Path, str]]:
+    """The run's files the analysis reads beside the rollouts when they exist, labelled. The profile's
+    agent / repeat-level metrics are left out: they are derived from the rollouts, and a profile in the
+    same command (``profile --report``, a run's tracker export) writes them afresh."""
+    files = (paths.failures, paths.materialized, paths.run_file)
+    return [(path, "sidecar (read beside the rollouts)") for path in files]
 
 
 def read_failures(path: Path) -> tuple[dict[str, int], np.ndarray, list[dict[str, Any]]]:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -39,9 +40,15 @@ def _floats(text: str, option: str, count: int | None = None) -> tuple[float, ..
         values = tuple(float(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise UsageError(f"{option} expects comma-separated numbers, got {text!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise UsageError(f"{option} expects finite numbers, got {text!r}")
     if not values or (count is not None and len(values) != count):
         raise UsageError(f"{option} expects {count or 'some'} comma-separated numbers, got {text!r}")
     return values
+
+
+MAX_GROUP_SIZES = 64
+MAX_GROUP_SIZE = 1_000_000
 
 
 def build_settings(
@@ -52,9 +59,17 @@ def build_settings(
     settle_epsilon: float = 0.05,
     reward_range: str | None = None,
 ) -> Settings:
-    sizes = tuple(int(v) for v in _floats(group_sizes, "--group-sizes"))
+    values = _floats(group_sizes, "--group-sizes")
+    if any(not v.is_integer() for v in values):
+        raise UsageError(f"--group-sizes {group_sizes!r}: a group size is a whole number")
+    sizes = tuple(int(v) for v in values)
     if any(s < 2 for s in sizes) or group_size < 2:
         raise UsageError("group sizes must be at least 2")
+    if len(sizes) > MAX_GROUP_SIZES or max(*sizes, group_size) > MAX_GROUP_SIZE:
+        raise UsageError(
+            f"--group-sizes / --group-size: at most {MAX_GROUP_SIZES} sizes of at most {MAX_GROUP_SIZE:,} "
+            "rollouts (a GRPO group larger than that is no training setting; the forecast would only cost)"
+        )
     if not 0 < target_share < 1:
         raise UsageError("--target-share must lie strictly between 0 and 1")
     if not 0 <= settle_epsilon < 0.2:

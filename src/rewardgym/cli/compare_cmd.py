@@ -30,6 +30,10 @@ _HELP = (
 )
 
 
+MAX_BOOTSTRAP = 1_000_000
+MAX_SEED = 2**64 - 1
+"""numpy's generators take any non-negative seed; the comparison document records it as a JSON integer."""
+
 _SHORT_BANDS = ("0", "(0,20]", "(20,40]", "(40,60]", "(60,80]", "(80,100)", "100")
 """The profile's band labels, short enough for an 80-column terminal."""
 
@@ -151,8 +155,13 @@ def compare_command(
         raise UsageError(f"--against must be 'baseline' or 'previous', got {against!r}")
     if not 0.5 < level < 1 or not 0 < fdr < 1 or not 0 < power < 1:
         raise UsageError("--level must lie in (0.5, 1), --fdr and --power in (0, 1)")
-    if bootstrap < 100:
-        raise UsageError("--bootstrap must be at least 100")
+    if not 100 <= bootstrap <= MAX_BOOTSTRAP:
+        raise UsageError(
+            f"--bootstrap {bootstrap:,}: give 100 to {MAX_BOOTSTRAP:,} replicates (beyond that the "
+            "interval's ends no longer move in the printed digits; more only cost time and memory)"
+        )
+    if not 0 <= seed <= MAX_SEED:
+        raise UsageError(f"--seed {seed}: a seed is an integer from 0 to 2**64 - 1")
     if label and len(label) != len(runs):
         raise UsageError(f"--label given {len(label)} times for {len(runs)} runs")
     if label and len(set(label)) != len(label):
@@ -169,6 +178,11 @@ def compare_command(
         output = runs[0].parent / "compare.json"
     page = None if no_html else (html or output.with_suffix(".html"))
     read = [(path, "RUN") for path in runs] + [(path, "--inputs") for path in inputs or []]
+    if not inputs:  # each rollouts run's materialized inputs, found beside it, are read too
+        from rewardgym.analysis.sidecars import output_paths
+
+        beside = "materialized inputs (beside RUN)"
+        read += [(output_paths(path).materialized, beside) for path in rollouts_runs]
     guard_outputs([(output, "--output")] + ([(page, "--html")] if page else []), read)
     settings = Settings(
         pass_threshold=pass_threshold, level=level, fdr=fdr, replicates=bootstrap, seed=seed, power=power,

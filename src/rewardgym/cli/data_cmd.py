@@ -43,6 +43,13 @@ def select_command(
     check: Annotated[
         Path | None, typer.Option("--check", help="Verify the dataset of this manifest instead of selecting.")
     ] = None,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            help="With --check: the folder the manifest's files may lie in (default: the manifest's own).",
+        ),
+    ] = None,
     min_pass_rate: Annotated[
         float | None, typer.Option(help="Keep tasks with pass rate >= this.", rich_help_panel=_FILTERS)
     ] = None,
@@ -138,7 +145,7 @@ def select_command(
     if check is not None:
         if sources or output is not None:
             raise UsageError("--check takes only the manifest: no profiles, no --output")
-        result = check_manifest(check)
+        result = check_manifest(check, root)
         if result.problems:
             for problem in result.problems:
                 typer.echo(f"MISMATCH: {problem}", err=True)
@@ -149,6 +156,8 @@ def select_command(
             f"file{'s' if result.inputs != 1 else ''} unchanged, rebuilt byte-identical"
         )
         return
+    if root is not None:
+        raise UsageError("--root applies to --check only")
     if not sources:
         raise UsageError("name at least one profile (*_reward_profiling.jsonl) or run folder")
     if output is None:

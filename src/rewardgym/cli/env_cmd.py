@@ -19,7 +19,6 @@ supervisor's pid from ``GET /supervisor``, checks it is a gym process of this us
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -53,7 +52,8 @@ from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.child_spec import ChildSpec, servers_phrase
-from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.from_config import child_specs, port_range, upstream_urls, validate_specs
+from rewardgym.launch.head_identity import verified_supervisor
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
@@ -163,7 +163,7 @@ def start(
         upstream_timeout_s=float(upstream_timeout or 0),
         auth_token=_token(cfg),
     )
-    placement = ray_options(cfg.get("ray"), ray)
+    placement = ray_options(cfg.get("ray"), ray, port_range(cfg))
     supervisor: Supervisor
     if placement is not None:
         from rewardgym.launch.ray_launch import RaySupervisor
@@ -196,10 +196,14 @@ def _head_url(ctx: typer.Context, head_url: str | None) -> tuple[str, dict[str, 
     """The head registry's URL and the auth headers (token from ``++auth_token`` / env.yaml)."""
     overrides = split_overrides(ctx.args, ["--head-url", "--json", "--timeout"])
     cfg = load_config([], overrides, require_complete=False, check_keys=True)
-    if head_url:
-        return head_url.rstrip("/"), token_headers(_token(cfg))
     host, port = cfg.head_server
-    return f"http://{host}:{port}", token_headers(_token(cfg))
+    url = head_url.rstrip("/") if head_url else f"http://{host}:{port}"
+    token = _token(cfg)
+    if token:  # the head proves it holds the token before the token goes there (launch.head_identity)
+        from rewardgym.collect.stack import prove_token_holder
+
+        asyncio.run(prove_token_holder(url, token))
+    return url, token_headers(token)
 
 
 async def _fetch(url: str, headers: dict[str, str]) -> Any:
@@ -252,8 +256,9 @@ def status(
     head = _head_url(ctx, head_url)
     # Ours or a NeMo Gym 0.7.0 head (its records use other field names; launch.head_records).
     instances = [r.model_dump() for r in read_records(_query(head, "/server_instances")) or []]
-    servers = _query(head, "/health")
-    servers = servers.get("servers") if isinstance(servers, dict) else None
+    report = _query(head, "/health")
+    waiting = report.get("waiting_for") if isinstance(report, dict) else None
+    servers = report.get("servers") if isinstance(report, dict) else None
     if not isinstance(servers, list):  # a NeMo Gym head answers one status only: probe each server here
         servers = asyncio.run(_probe_each(instances, head[1]))
     # Keyed by URL: every replica of an instance has its own health entry.
@@ -265,7 +270,15 @@ def status(
     healthy = sum(1 for row in rows if row.get("healthy"))
     if as_json:
         typer.echo(
-            orjson.dumps({"head": head[0], "healthy": healthy, "total": len(rows), "servers": rows}).decode()
+            orjson.dumps(
+                {
+                    "head": head[0],
+                    "healthy": healthy,
+                    "total": len(rows),
+                    "servers": rows,
+                    "waiting_for": waiting or [],
+                }
+            ).decode()
         )
     else:
         table = Table(title=f"Servers of {head[0]}", title_justify="left")
@@ -292,20 +305,35 @@ def status(
             table.add_row(*cells)
         _out.print(table)
         _say(f"{healthy} of {len(rows)} servers healthy")
-    if healthy < len(rows):
+        if waiting:
+            _say(f"Still starting: 'gym env start' waits for its upstream {', '.join(map(str, waiting))}")
+    if healthy < len(rows) or waiting:
         raise typer.Exit(1)
 
 
-def _gym_process(pid: int) -> psutil.Process:
+async def _identity(url: str, challenge: str) -> Any:
+    async with HttpClient() as client:  # no token: the head proves itself before anything is sent
+        reply = await client.post(
+            f"{url}/identity", json={"challenge": challenge}, timeout_s=5.0, max_attempts=1,
+            raise_for_status=False,
+        )  # fmt: skip
+        return reply.json() if reply.status == 200 else None
+
+
+def _gym_process(url: str) -> psutil.Process:
+    """The supervisor of the stack at ``url``, proven (:mod:`rewardgym.launch.head_identity`): the head
+    answers a challenge with this stack's secret, and the pid still has the start time and command line
+    recorded when the stack started."""
     try:
-        proc = psutil.Process(pid)
-        cmdline = " ".join(proc.cmdline())
-        same_user = proc.uids().real == os.getuid()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        raise ServerError(f"the supervisor (pid {pid}) is not running or not ours") from None
-    if not same_user or ("gym" not in cmdline and "rewardgym" not in cmdline):
-        raise ServerError(f"pid {pid} is not a gym supervisor of this user; not stopping it")
-    return proc
+        supervisor = verified_supervisor(url, lambda challenge: asyncio.run(_identity(url, challenge)))
+    except UpstreamError as exc:
+        raise ServerError(
+            f"no gym servers found: the head registry at {url} does not answer ({exc.kind})"
+        ) from None
+    try:
+        return psutil.Process(supervisor.pid)
+    except psutil.Error:
+        raise ServerError(f"the supervisor (pid {supervisor.pid}) is not running") from None
 
 
 @env_app.command("stop", context_settings=OVERRIDE_CONTEXT)
@@ -316,9 +344,8 @@ def stop(
 ) -> None:
     """Stop the servers started by `gym env start` (graceful: SIGTERM to the supervisor)."""
     head = _head_url(ctx, head_url)
-    info = _query(head, "/supervisor")
+    proc = _gym_process(head[0])  # proven before the token goes there or any pid is signalled
     count = len(_query(head, "/server_instances"))
-    proc = _gym_process(int(info["pid"]))
     proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:

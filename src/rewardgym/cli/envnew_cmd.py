@@ -5,8 +5,12 @@ Contract:
   environment in one file, on :mod:`rewardgym.env`), ``configs/<NAME>.yaml`` (the server as
   ``<NAME>.app:<Class>`` plus a ``simple_agent``), ``data/example.jsonl``, ``README.md`` and
   ``tests/test_<NAME>.py``, whose tests pass as written (``pytest <NAME>`` from ``<dir>``).
-- ``NAME`` must be a lowercase Python identifier that is not a built-in environment; an existing ``<NAME>``
-  folder is never touched (usage error, exit 2). Files are written into a temporary sibling folder that is
+- ``NAME`` must be a lowercase Python identifier that breaks nothing: not a Python keyword (``import``),
+  not a module that is already importable (the standard library's ``json``, ``os``, ``test``; installed
+  packages such as ``rewardgym``, ``numpy``, ``pytest``) — the environment's package would shadow it or be
+  shadowed —, not a name the config reserves (``head_server``, ``policy_model``, every top-level
+  setting) and not a built-in environment; an existing ``<NAME>`` folder is never touched (usage error,
+  exit 2). Files are written into a temporary sibling folder that is
   renamed into place last, so an interrupted run leaves no half-written environment.
 """
 
@@ -49,6 +53,35 @@ def check_name(name: str) -> None:
         raise UsageError(f"environment name {name!r} must be a lowercase Python identifier (e.g. my_env)")
     if name in {info.name for info in catalogue()}:
         raise UsageError(f"{name!r} is a built-in environment; choose another name")
+    reason = _reserved(name)
+    if reason:
+        raise UsageError(f"environment name {name!r} {reason}; choose another name (e.g. {name}_env)")
+
+
+def _reserved(name: str) -> str | None:
+    """Why ``name`` would break the environment made under it (None when it breaks nothing)."""
+    import importlib.util
+    import keyword
+    import sys
+
+    from rewardgym.config.instances import RESERVED_KEYS
+    from rewardgym.config.known_keys import KNOWN_SETTINGS
+
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "is a Python keyword"
+    if name in sys.stdlib_module_names:
+        return "is a module of Python's standard library (the environment's package would shadow it)"
+    if name in RESERVED_KEYS | KNOWN_SETTINGS or name in ("policy_model", "head_server"):
+        return "is a name the config reserves (a top-level setting)"
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return "is a module that cannot be imported cleanly here"
+    # A plain folder (a namespace package, e.g. one in the working directory) is no module to shadow.
+    found = spec is not None and spec.origin is not None
+    if found:
+        return "is a module that is already importable here (one of the two would shadow the other)"
+    return None
 
 
 def scaffold(name: str, parent: Path) -> Path:

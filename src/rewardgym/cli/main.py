@@ -16,6 +16,7 @@ or 1 (runtime). An :class:`OSError` that reaches this level (a full disk, a read
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from importlib import import_module
@@ -23,8 +24,11 @@ from importlib import import_module
 import typer
 
 import rewardgym
+from rewardgym.cli import _interrupted_early
+from rewardgym.cli.finite import require_finite_floats
 from rewardgym.cli.helptext import tidy_metavars
 from rewardgym.errors import RewardGymError
+from rewardgym.io.outputs import command_files
 
 app = typer.Typer(
     name="gym",
@@ -180,17 +184,21 @@ def _bare_ray_flag(args: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
     args = _bare_ray_flag(sys.argv[1:] if argv is None else argv)
-    if _starts_servers(args):
-        from rewardgym.launch.forking import prestart
-
-        prestart()  # the fork server imports the server stack while this process loads the config
-    _load_commands(args)
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
+    if signal.getsignal(signal.SIGINT) is _interrupted_early:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is handled below
     try:
+        if _starts_servers(args):
+            from rewardgym.launch.forking import prestart
+
+            prestart()  # the fork server imports the server stack while this process loads the config
+        _load_commands(args)
         # Without standalone mode click returns the code of a `typer.Exit(n)` instead of raising it.
         command = typer.main.get_command(app)
         tidy_metavars(command)  # plain value labels on any help screen
-        code = command(args=args, prog_name="gym", standalone_mode=False)
+        require_finite_floats(command)  # no float flag takes nan or inf
+        with command_files():  # every file the command reads, checked against every file it writes
+            code = command(args=args, prog_name="gym", standalone_mode=False)
     except RewardGymError as exc:
         if debug:
             traceback.print_exc()

@@ -87,7 +87,13 @@ def profile_and_report(
     """Profile the run and start (``overlap``; None: from :data:`OVERLAP_FROM` input rows) or prepare its
     analysis (see module doc)."""
     from rewardgym.analysis.scan import ROW_HOOK, merge_parts
+    from rewardgym.analysis.sidecars import output_paths, read_beside, written_files
+    from rewardgym.io.outputs import guard_outputs
 
+    beside = output_paths(rollouts)  # the analysis' outputs refused before the profile reads a byte
+    guard_outputs(
+        written_files(beside), [(inputs, "--inputs"), (rollouts, "--rollouts"), *read_beside(beside)]
+    )
     report = Report(inputs, rollouts)
 
     def after_read(parts: tuple[Any, ...], input_rows: int) -> Callable[[], None] | None:

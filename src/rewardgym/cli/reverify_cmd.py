@@ -42,7 +42,7 @@ from rewardgym.collect.aggregate import (
     group_by_agent,
     write_aggregate_metrics,
 )
-from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.outputs import RunOutputs, stored_line
 from rewardgym.collect.resume import key_of
 from rewardgym.collect.reverify import (
     RESOURCES_KIND,
@@ -202,10 +202,40 @@ def aggregate(
     aio.run(_aggregate(paths, output, head, {"X-Rewardgym-Token": str(token)} if token else {}))
 
 
+def _same_run(paths: list[Path]) -> None:
+    """Shards of one run were collected from one ``--input``: their fingerprints (``<stem>_run.json``,
+    when beside them) must name the same input file hash."""
+    hashes: dict[str, Path] = {}
+    for path in paths:
+        try:
+            recorded = orjson.loads(RunOutputs(path).fingerprint.read_bytes()).get("input_sha256")
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(recorded, str):
+            hashes.setdefault(recorded, path)
+    if len(hashes) > 1:
+        first, second = list(hashes.values())[:2]
+        raise DataError(
+            f"shards {first} and {second} were collected from different --input files (their *_run.json "
+            "record different input hashes): they are not shards of one run"
+        )
+
+
+def _task_identity(row: dict[str, Any]) -> bytes:
+    """What every rollout of one task shares: its prompt and its agent."""
+    params = row.get("responses_create_params")
+    prompt = params.get("input") if isinstance(params, dict) else None
+    agent = row.get("agent_ref", {}).get("name") if isinstance(row.get("agent_ref"), dict) else None
+    return orjson.dumps([prompt, agent], option=orjson.OPT_SORT_KEYS)
+
+
 def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every whole row of every shard, each with an integer key (a torn last line is left out, noted)."""
+    """Every whole row of every shard, each with an integer key (a torn last line is left out, noted);
+    refused when the shards are not of one run (another input, or one task with two prompts or agents)."""
+    _same_run(paths)
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[int, int], str] = {}
+    tasks: dict[int, tuple[bytes, str]] = {}
     for path in paths:
         found, torn = read_jsonl_tolerant(path, what="Rollouts file")
         if torn is not None:
@@ -219,6 +249,13 @@ def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:
                     "shards must be disjoint (make them with 'gym eval run --shard I/N')"
                 )
             seen[key] = where
+            identity = _task_identity(row)
+            known = tasks.setdefault(key[0], (identity, where))
+            if known[0] != identity:
+                raise DataError(
+                    f"task {key[0]} has another prompt or agent in {where} than in {known[1]}: these shards "
+                    "are not of one run (merge only the shards of one 'gym eval run --shard I/N')"
+                )
         rows.extend(found)
     return rows
 
@@ -250,7 +287,7 @@ async def _aggregate(
     remove_stale(output.parent)  # temp files of killed runs (their owner is gone)
     with atomic_writer(output) as handle:
         for row in merged:
-            handle.write(orjson.dumps(row) + b"\n")
+            handle.write(stored_line(row) + b"\n")
     entries = await compute_aggregate_metrics(groups, agents, headers=headers)
     target = RunOutputs(output).aggregate_metrics
     write_aggregate_metrics(target, entries)

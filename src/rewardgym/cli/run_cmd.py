@@ -45,7 +45,7 @@ from rewardgym.cli.run_settings import (
     parse_shard,
     repeat_spec,
 )
-from rewardgym.cli.run_trackers import export_after_run, trackers_of
+from rewardgym.cli.run_trackers import after_run_files, export_after_run, trackers_of
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
@@ -271,8 +271,10 @@ def run(
         read_files=read_files(cfg, prompt_config),
         adaptive=policy,
     )
-    guard_run_outputs(settings)  # before any server starts or any file (a log folder) is created
     trackers = trackers_of(cfg)  # ++wandb_project / ++mlflow_tracking_uri: extras checked up front
+    health = not (no_health_check or config_bool(cfg, "disable_health_check"))
+    # before any server starts or any file (a log folder) is created: every file the run may write
+    guard_run_outputs(settings, after_run_files(output, health=health, trackers=trackers is not None))
     max_failure_rate = failure_rate_limit(cfg)
     token = cfg.get("auth_token")
     headers = {"X-Rewardgym-Token": str(token)} if token else None
@@ -289,7 +291,7 @@ def run(
         )
     if code:
         raise typer.Exit(code)
-    if not (no_health_check or config_bool(cfg, "disable_health_check")):
+    if health:
         from rewardgym.cli.analyze_cmd import health_after_run
 
         health_after_run(output)

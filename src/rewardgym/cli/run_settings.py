@@ -12,7 +12,7 @@ import yaml
 
 from rewardgym.cli.reward_range import declared_reward_range
 from rewardgym.cli.run_trackers import without_tracker_keys
-from rewardgym.collect.materialize import MaterializeOptions, PromptConfig, RepeatSpec
+from rewardgym.collect.materialize import MaterializeOptions, PromptConfig, RepeatSpec, validate_repeats
 from rewardgym.collect.runner import CollectSummary
 from rewardgym.config import GymConfig
 from rewardgym.errors import DataError, UsageError
@@ -43,11 +43,17 @@ def repeat_spec(flag: int | None, cfg: GymConfig) -> RepeatSpec:
     value: Any = flag if flag is not None else cfg.get("num_repeats", 1)
     if value is None:
         return 1
+    spec: RepeatSpec
     if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise UsageError(f"num_repeats must be an integer or a mapping {{agent: n, _default: n}}, got {value!r}")
+        spec = {str(k): v for k, v in value.items()}
+    elif isinstance(value, int) and not isinstance(value, bool):
+        spec = value
+    else:
+        raise UsageError(
+            f"num_repeats must be an integer or a mapping {{agent: n, _default: n}}, got {value!r}"
+        )
+    validate_repeats(spec)  # before any server starts: a count beyond what it can mean is one line
+    return spec
 
 
 def config_bool(cfg: GymConfig, key: str, default: bool = False) -> bool:

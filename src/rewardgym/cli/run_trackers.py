@@ -13,6 +13,8 @@ Contract:
 - ``wandb_api_key`` / ``mlflow_tracking_token`` in the config (NeMo Gym keeps them in ``env.yaml``) are
   handed to the tracker library as ``WANDB_API_KEY`` / ``MLFLOW_TRACKING_TOKEN`` (unless already set)
   after the run's servers stopped, so no server inherits them; they are never printed or sent as data.
+- :func:`after_run_files`: every file the run writes after its collection (health files; with trackers
+  the profile and the whole analysis), labelled for the run's one output-safety check.
 - :func:`without_tracker_keys`: the run fingerprint leaves the tracker keys out, so a ``--resume`` may
   name another tracker run without being refused as a changed config.
 """
@@ -45,6 +47,20 @@ TRACKER_KEYS = (
 
 def without_tracker_keys(config: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in config.items() if key not in TRACKER_KEYS}
+
+
+def after_run_files(rollouts: Path, *, health: bool, trackers: bool) -> list[tuple[Path, str]]:
+    from rewardgym.analysis.sidecars import output_paths, written_files
+    from rewardgym.profile.write.output import output_paths as profile_paths
+
+    files = written_files(output_paths(rollouts), health_only=not trackers) if health or trackers else []
+    if trackers:
+        profile = profile_paths(rollouts)
+        files += [
+            (path, "profile output (written next to --output)")
+            for path in (profile.reward_profiling, profile.agent_metrics, profile.repeat_level_metrics)
+        ]
+    return files
 
 
 def trackers_of(cfg: GymConfig) -> tuple[TrackerSettings, list[Target]] | None:

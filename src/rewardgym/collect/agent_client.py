@@ -22,6 +22,7 @@ import orjson
 
 from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status
 from rewardgym.config.secrets import redact_text
+from rewardgym.http import deadline
 from rewardgym.http.balancer import Replicas
 from rewardgym.http.errors import error_message
 from rewardgym.http.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1ProtocolError, Target
@@ -62,6 +63,7 @@ class AgentClient:
         }
         """The agents with several replicas, and how their rollouts were spread."""
         self._timeout = aiohttp.ClientTimeout(total=rollout_timeout_s, connect=connect_timeout_s)
+        self._rollout_timeout_s = rollout_timeout_s
         self._max_connections = max_connections
         # Validated once here (a CR/LF in the shared token would otherwise inject a header on every call).
         self._headers = check_headers({"Content-Type": "application/json", **(headers or {})}, "headers")
@@ -123,6 +125,11 @@ class AgentClient:
             raise AttemptFailure(failure_class, f"HTTP {status}: {_short(reason)}", status, retry_after)
         return _validate_result(body, text)
 
+    def _attempt_headers(self) -> dict[str, str]:
+        """The headers of one attempt: with the time past which this attempt no longer waits, so that no
+        server keeps working, nor its upstream connection open, for it (:mod:`rewardgym.http.deadline`)."""
+        return {**self._headers, deadline.HEADER: deadline.header_value(self._rollout_timeout_s)}
+
     async def _post(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:
         if Target.supported(url):
             return await self._post_h1(url, row)
@@ -130,7 +137,7 @@ class AgentClient:
 
     async def _post_h1(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:
         try:
-            reply = await self._h1.request("POST", url, orjson.dumps(row), self._headers)
+            reply = await self._h1.request("POST", url, orjson.dumps(row), self._attempt_headers())
         except TimeoutError:
             raise AttemptFailure(
                 FailureClass.TIMEOUT, f"no answer from {url} within the rollout timeout"
@@ -145,7 +152,7 @@ class AgentClient:
         assert self._session is not None
         try:
             async with self._session.post(
-                url, data=orjson.dumps(row), headers=self._headers, timeout=self._timeout
+                url, data=orjson.dumps(row), headers=self._attempt_headers(), timeout=self._timeout
             ) as response:
                 return (
                     await response.read(),

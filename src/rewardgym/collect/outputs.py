@@ -1,9 +1,23 @@
-"""Names of the files a collection run writes next to its ``--output`` (NeMo Gym's naming)."""
+"""Names of the files a collection run writes next to its ``--output`` (NeMo Gym's naming), and how a row
+is stored: :func:`stored_line` masks every known secret (an API key or token the config registered) in
+the row's JSON as it is written — an upstream that echoes the key in a normal answer must not put it into
+``rollouts.jsonl`` and from there into reports, Parquet or trackers. Only registered values are masked:
+text that merely looks like a credential is data and stays."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rewardgym.config.secrets import mask_known_secrets
+
+
+def stored_line(row: Any) -> bytes:
+    """``row`` as one stored JSONL line (without the newline), known secrets masked."""
+    return mask_known_secrets(orjson.dumps(row))
 
 
 def sibling(path: Path, suffix: str, extension: str) -> Path:

@@ -7,7 +7,7 @@ run's files untouched: the new materialized file is built aside and only swapped
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,12 +42,13 @@ def _check_output_location(output: Path) -> None:
             break
 
 
-def guard_run_outputs(settings: CollectSettings) -> RunOutputs:
+def guard_run_outputs(settings: CollectSettings, sidecars: Sequence[tuple[Path, str]] = ()) -> RunOutputs:
     """Refuse, before anything is touched, outputs that are inputs or exist as non-regular files (see
-    :func:`rewardgym.io.outputs.guard_outputs`); the CLI calls this before it starts any server."""
+    :func:`rewardgym.io.outputs.guard_outputs`); the CLI calls this before it starts any server, with
+    ``sidecars`` the files it writes after the collection (health files, tracker exports)."""
     outputs = RunOutputs(settings.output)
     _check_output_location(settings.output)
-    guard_outputs(outputs.labelled(), [(settings.input, "--input"), *settings.read_files])
+    guard_outputs([*outputs.labelled(), *sidecars], [(settings.input, "--input"), *settings.read_files])
     return outputs
 
 

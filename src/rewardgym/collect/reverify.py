@@ -30,7 +30,7 @@ from rewardgym.collect.aggregate import (
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats, Pending
 from rewardgym.collect.failures import AttemptFailure, RetryPolicy
-from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.outputs import RunOutputs, stored_line
 from rewardgym.collect.resume import PriorRun, key_of, load_prior_run
 from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.runner import failure_row
@@ -181,8 +181,8 @@ async def _reverify(
             path.unlink(missing_ok=True)
     responses = _load_responses(settings.rollouts)
     prior = load_prior_run(outputs) if settings.resume else PriorRun()
-    results = JsonlAppender(outputs.rollouts)
-    failures = JsonlAppender(outputs.failures)
+    results = JsonlAppender(outputs.rollouts, encode=stored_line)
+    failures = JsonlAppender(outputs.failures, encode=stored_line)
 
     def on_failure(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
         failures.write(failure_row(row, failure, attempts))

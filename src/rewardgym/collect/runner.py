@@ -42,7 +42,7 @@ from rewardgym.collect.aggregate import (
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats
 from rewardgym.collect.failures import AttemptFailure
-from rewardgym.collect.outputs import RunOutputs
+from rewardgym.collect.outputs import RunOutputs, stored_line
 from rewardgym.collect.prepare import guard_run_outputs, prepare_run
 from rewardgym.collect.progress import CollectionProgress
 from rewardgym.collect.resume import drop_failures, key_of, pending_rows
@@ -117,8 +117,8 @@ async def _collect(
     out.write(f"Querying with {workers} concurrent requests\n")
     out.flush()
 
-    rollouts = JsonlAppender(outputs.rollouts)
-    failures = JsonlAppender(outputs.failures)
+    rollouts = JsonlAppender(outputs.rollouts, encode=stored_line)
+    failures = JsonlAppender(outputs.failures, encode=stored_line)
     progress = CollectionProgress(total, resumed_done, stream=out, live=settings.live_progress)
     recovered: set[tuple[int, int]] = set()
     guard: StackGuard | None = None

@@ -30,7 +30,8 @@ from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.launch.child_spec import servers_phrase
-from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
+from rewardgym.launch.from_config import child_specs, port_range, upstream_urls, validate_specs
+from rewardgym.launch.head_identity import check_answer, new_challenge, proof
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
 from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOptions
@@ -39,10 +40,40 @@ AGENT_KIND = "responses_api_agents"
 MODEL_KIND = "responses_api_models"
 
 
+def _no_head(head_url: str, exc: UpstreamError) -> ServerError:
+    return ServerError(
+        f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
+        "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
+        "'gym eval run' start them itself"
+    )
+
+
+async def prove_token_holder(head_url: str, token: str) -> None:
+    """Raise unless the head at ``head_url`` answers a fresh challenge with ``HMAC(token, challenge)``
+    (:mod:`rewardgym.launch.head_identity`); the request carries no token."""
+    challenge = new_challenge()
+    try:
+        async with HttpClient() as client:  # no default headers: the token stays here
+            reply = await client.post(
+                f"{head_url.rstrip('/')}/identity", json={"challenge": challenge}, timeout_s=5.0,
+                max_attempts=2, raise_for_status=False,
+            )  # fmt: skip
+            answer: Any = reply.json() if reply.status == 200 else None
+    except UpstreamError as exc:
+        raise _no_head(head_url, exc) from None
+    except ValueError:
+        answer = None
+    check_answer(answer, proof(token, challenge, "token"), "token", head_url)
+
+
 async def discover_agents(head_url: str, headers: Mapping[str, str] | None = None) -> AgentDirectory:
     """Agent name → URL from the head registry of a running ``gym env start`` (which it remembers).
 
-    ``headers`` go with the request (e.g. the shared auth token)."""
+    ``headers`` go with the request (e.g. the shared auth token) — only once the head proved that it holds
+    that token (:func:`prove_token_holder`): a decoy at the URL never receives it."""
+    token = (headers or {}).get("X-Rewardgym-Token")
+    if token:
+        await prove_token_holder(head_url, token)
     try:
         async with HttpClient(headers=headers) as client:
             reply = await client.get(
@@ -56,11 +87,7 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
             ) from None
         raise ServerError(f"the head registry at {head_url} answered HTTP {exc.status}") from None
     except UpstreamError as exc:
-        raise ServerError(
-            f"no head server answers at {head_url} ({exc.kind}). Start the servers first with "
-            "'gym env start --resources-server NAME', pass --head-url, or drop --no-serve to let "
-            "'gym eval run' start them itself"
-        ) from None
+        raise _no_head(head_url, exc) from None
     parsed = read_records(records)
     if parsed is None:
         raise ServerError(f"{head_url}/server_instances did not answer a list of instances")
@@ -118,7 +145,7 @@ class ServedStack:
             upstream_timeout_s=float(readiness or 0),
             auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
         )
-        placement = ray_options(cfg.get("ray"), None)
+        placement = ray_options(cfg.get("ray"), None, port_range(cfg))
         self._supervisor: Supervisor
         if placement is None:
             self._supervisor = Supervisor(self._specs, options)

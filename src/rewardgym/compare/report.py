@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 
 from rewardgym.analysis.report_page import CSS as REPORT_CSS
+from rewardgym.analysis.report_page import csp_meta
 from rewardgym.compare.charts import band_matrix_svg, scatter_svg
 from rewardgym.compare.document import power_sentence
 from rewardgym.compare.page import CSS, JS, SHOWN_ROWS
@@ -140,9 +141,7 @@ def render_page(document: dict[str, Any]) -> bytes:
     )
     head = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src'
-        " 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>rewardgym compare</title><style>{REPORT_CSS}{CSS}</style></head><body>"
+        f"{csp_meta(JS)}<title>rewardgym compare</title><style>{REPORT_CSS}{CSS}</style></head><body>"
     )
     data = {
         "shown_rows": SHOWN_ROWS,

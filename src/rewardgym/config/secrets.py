@@ -14,8 +14,17 @@ Contract:
 * :func:`is_env_safe_key` says whether a value read from the environment (``${oc.env:…}``) may be shown
   under that key; every other environment value is treated as a secret (see the config loader).
 * :func:`child_environ` is the environment our server processes get: this process's, without the variables
-  that only carry a secret to the ``gym`` command itself (``REWARDGYM_MODEL_API_KEY``) — children receive
+  that only carry a secret to the ``gym`` command itself (``REWARDGYM_MODEL_API_KEY``) and without every
+  variable whose value is a registered secret (what ``${oc.env:…}`` read as one) — children receive
   their config, secrets included, on a pipe.
+* :func:`mask_known_secrets` masks, in bytes about to be stored (a rollout line), the registered secret
+  values in every form, and nothing else: data that merely looks like a credential is kept as it is.
+* Header values are secrets: :func:`is_secret_header` is true for every header name but a short
+  allow-list (:data:`PLAIN_HEADERS`: ``Accept``, ``Content-Type``, ``User-Agent`` …); :func:`redact` masks
+  the value of every other key of a ``*headers`` mapping, and :func:`register_secrets_in` registers them.
+* :func:`redact_argv` is a command line with every secret masked: the value after (or ``=`` of) a flag
+  whose name is a secret key (``--model-api-key K``), the value of a ``++key=value`` override whose key is
+  a secret or a header, and registered secrets anywhere (what Ray stores as a driver's entrypoint).
 * :func:`url_credentials` finds the ``user:password@`` part of an ``http(s)://`` URL (refused in configs).
 
 Every printer and logger (CLI errors, ``gym config show``, head server, log files, fingerprints) must pass
@@ -69,6 +78,12 @@ _PATTERNS: Final = (
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@"), r"\1" + MASK + "@", ("@",)),
 )
 
+PLAIN_HEADERS: Final = frozenset(
+    {"accept", "accept-encoding", "accept-language", "cache-control", "content-type", "user-agent"}
+)
+"""Header names whose values are shown; every other header value is a secret (``Cookie``,
+``Proxy-Authorization``, ``Ocp-Apim-Subscription-Key``, ``X-Auth-…`` and names nobody listed yet)."""
+
 SECRET_ENV_VARS: Final = ("REWARDGYM_MODEL_API_KEY",)
 """Environment variables that carry a secret to the ``gym`` command only; never passed to a child."""
 
@@ -101,11 +116,51 @@ def is_env_safe_key(key: object) -> bool:
     return not is_secret_key(norm) and (norm in _ENV_SAFE_NAMES or norm.endswith(_ENV_SAFE_SUFFIXES))
 
 
-def child_environ(**extra: str) -> dict[str, str]:
-    """The environment of a child server process (see the module docstring), plus ``extra``."""
+def redact_argv(argv: Iterable[str]) -> list[str]:
+    """``argv`` with its secrets masked (see the module docstring)."""
+    out: list[str] = []
+    masking = False
+    for arg in argv:
+        if masking:
+            out.append(MASK)
+            masking = False
+            continue
+        name, eq, _value = arg.partition("=")
+        key = name.lstrip("+-").rsplit(".", 1)[-1]
+        if name.startswith("--") and is_secret_key(key):
+            out.append(f"{name}={MASK}" if eq else arg)
+            masking = not eq
+        elif (
+            name.startswith("+")
+            and eq
+            and (is_secret_key(key) or ".headers" in name.lower() or "headers." in name.lower())
+        ):
+            out.append(f"{name}={MASK}")
+        else:
+            out.append(redact_text(arg))
+    return out
+
+
+def is_secret_header(name: object) -> bool:
+    """Whether a header's value is a secret: every header not on :data:`PLAIN_HEADERS`."""
+    return not (isinstance(name, str) and name.strip().lower().replace("_", "-") in PLAIN_HEADERS)
+
+
+def _headers_key(key: object) -> bool:
+    return isinstance(key, str) and key.lower().endswith("headers")
+
+
+def child_environ(*, drop_secret_values: bool = True, **extra: str) -> dict[str, str]:
+    """The environment of a child server process (see the module docstring), plus ``extra``;
+    ``drop_secret_values=False``: without leaving out the variables that hold a registered secret."""
     import os
 
-    env = {key: value for key, value in os.environ.items() if key not in SECRET_ENV_VARS}
+    secret = registered_secrets() if drop_secret_values else frozenset()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in SECRET_ENV_VARS and value.strip() not in secret
+    }
     env.update(extra)
     return env
 
@@ -164,6 +219,10 @@ def register_secrets_in(obj: object) -> None:
         for key, value in obj.items():
             if is_secret_key(key) and isinstance(value, str):
                 register_secret(value)
+            elif _headers_key(key) and isinstance(value, dict):
+                for name, header in value.items():
+                    if is_secret_header(name) and isinstance(header, str):
+                        register_secret(header)
             else:
                 register_secrets_in(value)
     elif isinstance(obj, list | tuple):
@@ -195,10 +254,35 @@ def redact_text(text: str, secrets: Iterable[str] | None = None) -> str:
     return text
 
 
+def mask_known_secrets(data: bytes) -> bytes:
+    """``data`` with every registered secret value (in every form) replaced by the mask (see module doc)."""
+    needles = _needles[0]
+    if not needles:
+        return data
+    for needle in needles:
+        encoded = needle.encode("utf-8", "surrogatepass")
+        if encoded in data:
+            data = data.replace(encoded, MASK.encode())
+    return data
+
+
+def _redact_headers(headers: dict[Any, Any]) -> dict[Any, Any]:
+    return {
+        name: (MASK if is_secret_header(name) and value not in (None, "") else _redact_plain(value))
+        for name, value in headers.items()
+    }
+
+
 def _redact_plain(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {
-            key: (MASK if is_secret_key(key) and value not in (None, "") else _redact_plain(value))
+            key: (
+                MASK
+                if is_secret_key(key) and value not in (None, "")
+                else _redact_headers(value)
+                if _headers_key(key) and isinstance(value, dict)
+                else _redact_plain(value)
+            )
             for key, value in obj.items()
         }
     if isinstance(obj, list):

@@ -14,7 +14,13 @@ Contract:
   domain and per drop reason, and per stage.
 - :func:`check_manifest` re-hashes the inputs, rebuilds the dataset from the recorded inputs and
   settings, and compares it with the recorded hash and with the dataset file; it returns every problem
-  found (empty: the dataset is exactly what its manifest says).
+  found (empty: the dataset is exactly what its manifest says). A manifest is data from anywhere, so:
+  it is read only when it is a regular file of at most :data:`MANIFEST_LIMIT` bytes; every path it
+  names must be relative and stay inside the manifest's folder — or inside ``root`` when the caller
+  names a wider folder (``--root``) — once links are resolved (else a
+  :class:`~rewardgym.errors.DataError` naming the manifest and the field, before any file is opened);
+  every file is opened as a regular file only (a FIFO or device is a problem, never read, never waited
+  for); and its settings are bounded as on the command line (an error naming the manifest).
 """
 
 from __future__ import annotations
@@ -31,10 +37,13 @@ import orjson
 from rewardgym.dataset.build import Built, build
 from rewardgym.dataset.options import SelectOptions, options_from_dict
 from rewardgym.dataset.sources import Source, resolve_source
-from rewardgym.errors import DataError
+from rewardgym.errors import DataError, UsageError
+from rewardgym.io.inputs import open_regular
 from rewardgym.io.outputs import atomic_writer, guard_outputs
 
 SCHEMA_VERSION = 1
+MANIFEST_LIMIT = 64 << 20
+"""A manifest is a few KiB per input file; anything past 64 MiB is not one."""
 KIND = "rewardgym.data.select"
 
 
@@ -137,19 +146,24 @@ def select_files(
 
 
 def _sha256(path: Path) -> str | None:
+    """The file's sha256, or None when it is missing, unreadable or not a regular file (never waited on)."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "manifest entry") as handle:
             while block := handle.read(1 << 20):
                 digest.update(block)
-    except OSError:
+    except (OSError, DataError):
         return None
     return digest.hexdigest()
 
 
 def read_manifest(path: Path) -> dict[str, Any]:
     try:
-        document = orjson.loads(path.read_bytes())
+        with open_regular(path, "--check") as handle:
+            data = handle.read(MANIFEST_LIMIT + 1)
+        if len(data) > MANIFEST_LIMIT:
+            raise DataError(f"{path}: larger than {MANIFEST_LIMIT >> 20} MiB: not a manifest")
+        document = orjson.loads(data)
     except OSError as exc:
         raise DataError(f"manifest cannot be read: '{path}': {exc.strerror}") from None
     except orjson.JSONDecodeError as exc:
@@ -197,15 +211,42 @@ class CheckResult:
     inputs: int
 
 
-def check_manifest(path: Path) -> CheckResult:
+def _inside(manifest: Path, root: Path | None, field: str, name: str) -> Path:
+    """``name`` (a path the manifest records) joined to the manifest's folder, refused when it is
+    absolute or leaves the trusted folder — ``root``, else the manifest's — through ``..`` or a link."""
+    where = manifest.parent / name
+    base = os.path.realpath(root if root is not None else manifest.parent)
+    if os.path.isabs(name) or os.path.commonpath([base, os.path.realpath(where)]) != base:
+        trusted = f"--root '{root}'" if root is not None else "the manifest's folder"
+        raise DataError(
+            f"{manifest}: {field} {name!r} is outside {trusted}: refused, nothing read (pass --root DIR "
+            "to trust a wider folder that holds the inputs)"
+        )
+    return where
+
+
+def check_manifest(path: Path, root: Path | None = None) -> CheckResult:
     """Verify a dataset against its manifest (see module doc)."""
     import rewardgym
 
     document = read_manifest(path)
     folder = path.parent
     problems: list[str] = []
-    for entry in document["inputs"]:
-        source = folder / entry["path"]
+    located = {
+        f"inputs[{i}].path": _inside(path, root, f"inputs[{i}].path", e["path"])
+        for i, e in enumerate(document["inputs"])
+    }
+    dataset = _inside(path, root, "output.path", document["output"]["path"])
+    for i, s in enumerate(document["sources"]):
+        for role in ("profile", "health", "run"):
+            if s[role] is not None:
+                _inside(path, root, f"sources[{i}].{role}", s[role])
+    try:
+        options = options_from_dict(document["settings"])
+    except UsageError as exc:
+        raise DataError(f"{path}: settings: {exc}") from None
+    for i, entry in enumerate(document["inputs"]):
+        source = located[f"inputs[{i}].path"]
         now = _sha256(source)
         if now is None:
             problems.append(f"input {entry['role']} '{source}' is missing or unreadable")
@@ -214,7 +255,6 @@ def check_manifest(path: Path) -> CheckResult:
                 f"input {entry['role']} '{source}' changed since the dataset was built "
                 f"(sha256 recorded {entry['sha256'][:12]}…, now {now[:12]}…)"
             )
-    dataset = folder / document["output"]["path"]
     recorded = document["output"]["sha256"]
     actual = _sha256(dataset)
     if actual is None:
@@ -233,7 +273,10 @@ def check_manifest(path: Path) -> CheckResult:
             )
             for s in document["sources"]
         ]
-        rebuilt = build(sources, options_from_dict(document["settings"]))
+        try:
+            rebuilt = build(sources, options)
+        except UsageError as exc:  # a setting the recorded tasks cannot mean (more stages than tasks…)
+            raise DataError(f"{path}: settings: {exc}") from None
         digest = hashlib.sha256(rebuilt.data).hexdigest()
         if digest != recorded:
             version = document.get("rewardgym_version")

@@ -99,6 +99,8 @@ class SelectOptions:
             raise UsageError(f"--pass-threshold must be a number, got {self.pass_threshold}")
         if not (0.0 <= self.settle_epsilon < 0.2):  # as gym eval analyze
             raise UsageError(f"--settle-epsilon must lie in [0, 0.2), got {self.settle_epsilon}")
+        if type(self.seed) is not int or not 0 <= self.seed <= 2**64 - 1:
+            raise UsageError(f"--seed {self.seed!r}: a seed is an integer from 0 to 2**64 - 1")
         if self.duplicates not in ("pool", "refuse"):
             raise UsageError(f"--duplicates must be pool or refuse, got {self.duplicates!r}")
 
@@ -113,6 +115,23 @@ class SelectOptions:
         return values
 
 
+_INTS = ("quota", "limit", "stages", "stage_size", "seed")
+_BOOLS = ("settled_only", "drop_flagged", "replace", "drop_run_params")
+_TEXTS = ("by", "stratify", "annotate", "order", "schedule", "duplicates")
+
+
+def _typed(name: str, value: Any) -> bool:
+    if name in _INTS:
+        return type(value) is int
+    if name in _BOOLS:
+        return type(value) is bool
+    if name in _TEXTS:
+        return isinstance(value, str)
+    if name == "bands":
+        return isinstance(value, list) and all(isinstance(b, str) for b in value)
+    return type(value) in (int, float) and math.isfinite(value)
+
+
 def options_from_dict(values: dict[str, Any]) -> SelectOptions:
     """The options a manifest recorded (unknown keys are an error: a manifest of another version)."""
     known = {f.name for f in fields(SelectOptions)}
@@ -120,6 +139,11 @@ def options_from_dict(values: dict[str, Any]) -> SelectOptions:
     if unknown:
         raise UsageError(f"the manifest records settings this version does not know: {', '.join(unknown)}")
     values = dict(values)
+    for name, value in values.items():  # a tampered manifest: each setting of the type its flag takes
+        if value is not None and not _typed(name, value):
+            raise UsageError(
+                f"setting {name!r} holds {value!r}, not a value --{name.replace('_', '-')} takes"
+            )
     values["bands"] = tuple(values.get("bands", ()))
     options = SelectOptions(**values)
     options.validate()

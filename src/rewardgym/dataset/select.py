@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rewardgym.dataset.options import SelectOptions, band_index
+from rewardgym.errors import UsageError
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 
 REASONS = (
@@ -194,6 +195,21 @@ def _filters(stats: Stats, options: SelectOptions) -> npt.NDArray[np.int8]:
     return dropped
 
 
+def _bound_stages(options: SelectOptions, tasks: int) -> None:
+    """A stage holds at least one task, and a stage draws each task at most once: more stages, or a
+    larger stage, than the tasks kept means nothing (and would cost memory per empty stage)."""
+    if options.stages > max(tasks, 1):
+        raise UsageError(
+            f"--stages {options.stages}: more stages than the {tasks} task(s) kept (a stage holds at least "
+            "one task); give at most that many"
+        )
+    if options.stage_size is not None and options.stage_size > max(tasks, 1):
+        raise UsageError(
+            f"--stage-size {options.stage_size}: larger than the {tasks} task(s) kept (a stage draws each "
+            "task at most once); give at most that many"
+        )
+
+
 def select_indices(stats: Stats, options: SelectOptions) -> Selection:
     """Filter, cut and order the tasks (see module doc)."""
     rng = np.random.default_rng(options.seed)
@@ -216,6 +232,8 @@ def select_indices(stats: Stats, options: SelectOptions) -> Selection:
         else:
             candidates = cut("limit", candidates[: options.limit])
     kept = np.sort(candidates)  # input order; the arrangement below decides the output order
+    if options.schedule != "none":
+        _bound_stages(options, kept.shape[0])
     stage: IntArray | None = None
     means: tuple[float, ...] = ()
     if options.schedule == "curriculum":

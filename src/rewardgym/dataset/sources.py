@@ -39,7 +39,7 @@ import orjson
 
 from rewardgym.analysis.design import adaptive_policy, design_estimates
 from rewardgym.errors import DataError, UsageError
-from rewardgym.io.inputs import refuse_special_input
+from rewardgym.io.inputs import open_regular, refuse_special_input
 from rewardgym.io.jsonl import parse_line
 from rewardgym.stats.adaptive import AdaptivePolicy
 
@@ -251,7 +251,7 @@ def _iter_profile(path: Path, hasher: Any) -> Iterator[tuple[int, dict[str, Any]
     """The profile's rows, streamed; ``hasher`` sees exactly the bytes parsed."""
     refuse_special_input(path, "profile")
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
+        handle = open_regular(path, "profile")  # a FIFO swapped in after the check still cannot block
     except OSError as exc:
         raise DataError(f"profile cannot be read: '{path}': {exc.strerror}") from None
     number = 0
@@ -265,7 +265,8 @@ def _iter_profile(path: Path, hasher: Any) -> Iterator[tuple[int, dict[str, Any]
 
 def _read_flags(path: Path, hashes: dict[Path, str]) -> dict[str, tuple[list[str], int]]:
     try:
-        data = path.read_bytes()
+        with open_regular(path, "health file") as handle:
+            data = handle.read()
     except OSError as exc:
         raise DataError(f"health file cannot be read: '{path}': {exc.strerror}") from None
     hashes[path] = hashlib.sha256(data).hexdigest()
@@ -296,7 +297,8 @@ def _run_params(source: Source, hashes: dict[Path, str]) -> frozenset[str]:
             "'gym eval run'); without it the parameters the run added are not known"
         )
     try:
-        data = source.run.read_bytes()
+        with open_regular(source.run, "run file") as handle:
+            data = handle.read()
         document = orjson.loads(data)
     except OSError as exc:
         raise DataError(f"run file cannot be read: '{source.run}': {exc.strerror}") from None

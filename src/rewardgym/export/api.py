@@ -12,6 +12,9 @@ Contract of :func:`export_files(rollouts, inputs, fmt, out)`:
   (:func:`rewardgym.io.outputs.guard_outputs`); every table is built in memory before the first is
   written, so bad input (one ``file:line`` error) leaves nothing behind; each file is written to a temp
   file beside it and renamed (:func:`rewardgym.io.outputs.atomic_writer`; the umask applies).
+- CSV text that a spreadsheet would run as a formula (a cell starting with ``=``, ``+``, ``-``, ``@``, a
+  tab or a carriage return — a model's answer can be anything) is written with a leading ``'``, as
+  spreadsheets expect (:func:`defuse_formulas`); numbers are numbers and Parquet keeps text as it is.
 """
 
 from __future__ import annotations
@@ -66,12 +69,28 @@ class ExportResult:
     """No ``<stem>_analysis.json`` beside the rollouts: no analysis tables."""
 
 
+FORMULA_START = r"^[=+\-@\t\r]"
+"""What makes a spreadsheet read a CSV cell as a formula (OWASP's list)."""
+
+
+def defuse_formulas(table: pl.DataFrame) -> pl.DataFrame:
+    """``table`` with every text cell a spreadsheet would run as a formula prefixed with ``'``."""
+    texts = [name for name, dtype in table.schema.items() if dtype == pl.String]
+    return table.with_columns(
+        pl.when(pl.col(name).str.contains(FORMULA_START))
+        .then(pl.lit("'") + pl.col(name))
+        .otherwise(pl.col(name))
+        .alias(name)
+        for name in texts
+    )
+
+
 def write_table(table: pl.DataFrame, path: Path, fmt: Format) -> None:
     with atomic_writer(path) as handle:
         if fmt is Format.PARQUET:
             table.write_parquet(handle)
         else:
-            table.write_csv(handle)
+            defuse_formulas(table).write_csv(handle)
 
 
 def export_files(

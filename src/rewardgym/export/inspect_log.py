@@ -58,7 +58,7 @@ from rewardgym.analysis.extract import response_text
 from rewardgym.errors import DataError
 from rewardgym.export.record import sibling
 from rewardgym.io.jsonl import iter_jsonl
-from rewardgym.io.outputs import atomic_writer, check_writable_target, make_temp_dir
+from rewardgym.io.outputs import atomic_writer, guard_outputs, make_temp_dir
 from rewardgym.protocol.keys import FAILURE_CLASS, ROLLOUT_INDEX, TASK_INDEX
 
 
@@ -230,7 +230,15 @@ def write_inspect_log(rollouts: Path, out: Path | None = None, fmt: str = "json"
         raise DataError(f"Input file not found: '{rollouts}' (--rollouts)")
     folder = rollouts.parent if out is None else out
     target = folder / f"{rollouts.name.removesuffix('.jsonl')}_inspect.{fmt}"
-    check_writable_target(target, "inspect log")
+    beside = "read beside --rollouts"
+    guard_outputs(
+        [(target, "inspect log")],
+        [
+            (rollouts, "--rollouts"),
+            (sibling(rollouts, "_materialized_inputs.jsonl"), f"materialized inputs ({beside})"),
+            (sibling(rollouts, "_failures.jsonl"), f"failures ({beside})"),
+        ],
+    )
     log = build_log(rollouts)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

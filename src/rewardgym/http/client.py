@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from rewardgym.http import deadline
 from rewardgym.http.balancer import ReplicaDown, Router, affinity_keys
 from rewardgym.http.config import HttpClientConfig
 from rewardgym.http.h1pool import (
@@ -271,6 +272,8 @@ class HttpClient:
             send_headers.update(headers)
         if cookies:
             send_headers["Cookie"] = cookie_header(cookies)
+        if deadline.current() is not None:  # the caller's deadline goes on with every request made for it
+            send_headers[deadline.HEADER] = f"{deadline.current():.3f}"
         statuses = self._retry_statuses if retry_statuses is None else frozenset(retry_statuses)
         attempts = max_attempts or self.config.max_attempts
         send = self._send_h1 if self.config.fast_http and Target.supported(url) else self._send_aiohttp
@@ -286,8 +289,14 @@ class HttpClient:
                 except ReplicaDown as exc:
                     raise UpstreamConnectionError(url, str(exc), final=True) from None
                 target = replica + routed[1]
+            left = deadline.remaining()
+            if left is not None and left <= 0:
+                if routed is not None:
+                    routed[0].release(replica)
+                raise failure or UpstreamTimeout(url, "the caller's deadline passed (X-Rewardgym-Deadline)")
+            attempt_timeout = timeout_s if left is None else min(timeout_s or left, left)
             try:
-                reply = await send(method, target, body, send_headers, timeout_s, attempt)
+                reply = await send(method, target, body, send_headers, attempt_timeout, attempt)
             except (UpstreamTimeout, UpstreamConnectionError, UpstreamProtocolError) as exc:
                 if routed is not None and isinstance(exc, UpstreamConnectionError) and not exc.final:
                     routed[0].mark_down(replica)

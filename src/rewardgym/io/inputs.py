@@ -6,6 +6,11 @@ under ``/dev``, ``/proc`` or ``/sys``, is a :class:`~rewardgym.errors.DataError`
 what it is. It only calls ``stat`` (opening a FIFO would block until a writer comes). Missing files and
 folders are left to the caller, whose messages say so.
 
+:func:`open_regular` opens a path for reading only when it is a regular file, judged on the opened
+descriptor (``O_NONBLOCK``, so a FIFO cannot block the open, and ``fstat``, so a file swapped between a
+check and the open is still caught); anything else — a FIFO, ``/dev/zero``, a folder — is a
+:class:`~rewardgym.errors.DataError` naming the path and what it is, before one byte is read.
+
 Why refuse rather than stream: every reader of a data file reads it more than once or out of order (the
 collector hashes its ``--input`` for ``--resume``; the profiler reads byte ranges in parallel and
 re-reads ``sample`` rows at their offsets), so a pipe would be read as empty or half-read the second
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import BinaryIO
 
 from rewardgym.errors import DataError
 
@@ -53,3 +59,22 @@ def refuse_special_input(path: str | os.PathLike[str], label: str) -> None:
         f"'{name}' ({label}) is {what}, not a regular file: save the data to a file first "
         "(e.g. `cat > rows.jsonl`), since it is read more than once"
     )
+
+
+def open_regular(path: str | os.PathLike[str], label: str) -> BinaryIO:
+    """``path`` opened for binary reading when it is a regular file (see the module docstring)."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except IsADirectoryError:
+        raise DataError(f"'{name}' ({label}) is a folder, not a regular file") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = _kind(info.st_mode) or ("a folder" if stat.S_ISDIR(info.st_mode) else "not a file")
+            raise DataError(f"'{name}' ({label}) is {kind}, not a regular file: refused unread")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -34,7 +34,7 @@ import orjson
 from rewardgym.errors import DataError
 from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.oserrors import output_error, writing
-from rewardgym.io.outputs import atomic_writer, check_writable_target
+from rewardgym.io.outputs import atomic_writer, check_writable_target, refuse_recorded_input
 
 _SNIPPET_CHARS = 80
 MAX_DEPTH = 254
@@ -237,8 +237,11 @@ def _count_lines(path: Path, upto: int) -> int:
 class JsonlAppender:
     """Append rows to a JSONL file, one line each, flushed at once (a crash loses at most one row)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], encode: Callable[[Any], bytes] = orjson.dumps) -> None:
+        """``encode`` turns a row into its line (without the newline); the collector's also masks secrets."""
+        self._encode = encode
         self.path = Path(path)
+        refuse_recorded_input(self.path)  # before the folder is made: a refused output leaves no trace
         self.path.parent.mkdir(parents=True, exist_ok=True)
         check_writable_target(self.path)  # never append to a device, FIFO or link
         self.repaired = repair_torn_tail(self.path)
@@ -253,7 +256,7 @@ class JsonlAppender:
             raise self._failed  # every later row gets the first error (a full disk, not "closed")
         if self._handle is None:
             raise ValueError(f"appender for {self.path} is closed")
-        line = orjson.dumps(row) + b"\n"
+        line = self._encode(row) + b"\n"
         try:
             self._handle.write(line)
             self._handle.flush()

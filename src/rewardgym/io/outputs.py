@@ -9,6 +9,13 @@ Contract:
   output that is not a regular file (a directory, a device such as ``/dev/null``, a FIFO, a socket, a
   symbolic link) with a :class:`~rewardgym.errors.DataError` (exit 1). Such a path is never unlinked,
   opened or replaced.
+- One command, one ledger: inside :func:`command_files` (the ``gym`` entry point opens it around every
+  command) each ``guard_outputs`` call also records its inputs, and checks its outputs against every
+  input recorded so far — a sidecar guarded after the main run is still checked against the run's
+  ``--input``. :func:`note_inputs` records files a command reads without writing anything yet (those it
+  finds beside the given ones). As a last line, :func:`atomic_writer` and the JSONL appender refuse a
+  target that is a recorded input, so no file a command writes — main output or sidecar — can replace
+  one it reads, even where a caller forgot to list it up front.
 - :func:`atomic_writer` / :func:`atomic_write_bytes` replace a whole file: the bytes go to a temp file in
   the target's folder, created with mode ``0o666`` so the kernel applies the umask (and default ACLs)
   exactly as for any new file; it is flushed, ``fsync``-ed and renamed over the target last. Readers see
@@ -84,25 +91,72 @@ def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
     return os.path.realpath(path), inode
 
 
+_Known = tuple[Path, str, str, "tuple[int, int] | None"]
+_LEDGERS: list[list[_Known]] = []
+"""The inputs of the running command, innermost last (none outside :func:`command_files`: library use
+keeps no ledger)."""
+
+
+@contextlib.contextmanager
+def command_files() -> Iterator[None]:
+    """Open one command's ledger of the files it reads (see the module docstring)."""
+    _LEDGERS.append([])
+    try:
+        yield
+    finally:
+        _LEDGERS.pop()
+
+
+def _ledger() -> list[_Known] | None:
+    return _LEDGERS[-1] if _LEDGERS else None
+
+
+def _known(inputs: Iterable[tuple[Path | None, str]]) -> list[_Known]:
+    return [(Path(path), what, *_identity(Path(path))) for path, what in inputs if path is not None]
+
+
+def note_inputs(inputs: Iterable[tuple[Path | None, str]]) -> None:
+    """Record files the running command reads (``(path, what)``; None paths are skipped)."""
+    ledger = _ledger()
+    if ledger is not None:
+        ledger.extend(_known(inputs))
+
+
+def _refuse_input(output: Path, what: str, known: Iterable[_Known]) -> None:
+    real, inode = _identity(output)
+    for path, option, other_real, other_inode in known:
+        if real == other_real:
+            same = os.path.abspath(output) == os.path.abspath(path)
+            how = "" if same else " (the same file through a symbolic link)"
+        elif inode is not None and inode == other_inode:
+            how = " (a hard link to the same file)"
+        else:
+            continue
+        raise UsageError(
+            f"refusing to write {what} '{output}': it is the {option} file '{path}'{how}; "
+            "writing it would destroy that input. Choose another output path"
+        )
+
+
+def refuse_recorded_input(output: Path, what: str = "output") -> None:
+    """The writers' last line: refuse ``output`` when the running command recorded it as an input."""
+    ledger = _ledger()
+    if ledger:
+        _refuse_input(output, what, ledger)
+
+
 def guard_outputs(outputs: Sequence[tuple[Path, str]], inputs: Iterable[tuple[Path | None, str]]) -> None:
     """Refuse outputs that are inputs or exist as non-regular files (see the module docstring).
 
-    ``outputs`` and ``inputs`` are ``(path, what)`` pairs; ``what`` names the option in messages."""
-    known = [(path, what, *_identity(path)) for path, what in inputs if path is not None]
+    ``outputs`` and ``inputs`` are ``(path, what)`` pairs; ``what`` names the option in messages. The
+    inputs are recorded in the command's ledger, and the outputs checked against all it holds."""
+    known = _known(inputs)
+    ledger = _ledger()
+    if ledger is not None:
+        ledger.extend(known)
+        known = ledger
     for output, what in outputs:
-        real, inode = _identity(output)
-        for path, option, other_real, other_inode in known:
-            if real == other_real:
-                same = os.path.abspath(output) == os.path.abspath(path)
-                how = "" if same else " (the same file through a symbolic link)"
-            elif inode is not None and inode == other_inode:
-                how = " (a hard link to the same file)"
-            else:
-                continue
-            raise UsageError(
-                f"refusing to write {what} '{output}': it is the {option} file '{path}'{how}; "
-                "writing it would destroy that input. Choose another output path"
-            )
+        _refuse_input(output, what, known)
         check_writable_target(output, what)
 
 
@@ -202,6 +256,7 @@ def create_temp_file(target: Path) -> tuple[int, Path]:
 def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """A binary handle whose content replaces ``path`` only if the block finishes without error."""
     target = Path(path)
+    refuse_recorded_input(target)
     check_writable_target(target)
     fd, temp = create_temp_file(target)
     try:

@@ -81,6 +81,13 @@ def _adopt_prestarted() -> subprocess.Popen[bytes] | None:
     zygote = _prestarted.pop() if _prestarted else None
     if zygote is not None and zygote.poll() is not None:
         return None
+    if zygote is not None and child_environ() != child_environ(drop_secret_values=False):
+        # Started before the config was read, it inherited a variable the config then read as a secret
+        # (``${oc.env:…}``): every server it forked would carry it in /proc/<pid>/environ. A fresh one
+        # gets the environment without it.
+        zygote.kill()
+        zygote.wait()
+        return None
     return zygote
 
 

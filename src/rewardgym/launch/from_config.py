@@ -51,13 +51,19 @@ def placement_of(inst: ServerInstance) -> dict[str, Any]:
     return dict(value)
 
 
+def port_range(cfg: GymConfig) -> tuple[int, int]:
+    """The config's ``port_range_low..port_range_high``."""
+    low = int(cfg.get("port_range_low") or DEFAULT_PORT_RANGE[0])
+    high = int(cfg.get("port_range_high") or DEFAULT_PORT_RANGE[1])
+    return low, high
+
+
 def _replica_ports(cfg: GymConfig) -> dict[str, list[int]]:
     """Every instance's ports: its own, plus a free one per further replica."""
     _host, head_port = cfg.head_server
     taken = [head_port, *(inst.port for inst in cfg.instances.values())]
     taken += list(cfg.get("disallowed_ports") or [])
-    low = int(cfg.get("port_range_low") or DEFAULT_PORT_RANGE[0])
-    high = int(cfg.get("port_range_high") or DEFAULT_PORT_RANGE[1])
+    low, high = port_range(cfg)
     ports: dict[str, list[int]] = {}
     for inst in cfg.instances.values():
         ports[inst.name] = [inst.port]

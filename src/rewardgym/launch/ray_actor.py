@@ -30,6 +30,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rewardgym.config.ports import pick_free_port
 from rewardgym.config.secrets import child_environ
 from rewardgym.launch.child_spec import ChildSpec
 
@@ -59,8 +60,10 @@ class ServerActor:
             self._incarnation = 1
             self.start()
 
-    def locate(self) -> dict[str, Any]:
-        return {"node_id": self._node_id, "node_ip": self._node_ip, "port": _free_port(self._node_ip)}
+    def locate(self, low: int = 0, high: int = 0) -> dict[str, Any]:
+        """Where this replica runs and a free port there (from ``low..high``, the config's port range)."""
+        port = pick_free_port(self._node_ip, (), (low, high)) if low else _free_port(self._node_ip)
+        return {"node_id": self._node_id, "node_ip": self._node_ip, "port": port}
 
     def start(self) -> dict[str, Any]:
         spec = ChildSpec.model_validate_json(self._spec_file.read_bytes())

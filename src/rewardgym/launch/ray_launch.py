@@ -19,7 +19,10 @@ process the local launcher runs, :mod:`rewardgym.launch.ray_actor`):
   Kubernetes Secret) and the actors start their servers. **No secret is an actor argument**, none is in a
   ``runtime_env`` (both are visible in Ray's dashboard and state API); the spec files are removed at stop.
 - **Security.** The servers listen on their node's IP, so the shared auth token is required: without it
-  nothing is started (one error naming ``auth_token``), and each server refuses on its own as well.
+  nothing is started (one error naming ``auth_token``), and each server refuses on its own as well. A
+  local cluster (no address) listens on loopback only — Ray's own services and our servers (its node
+  address is 127.0.0.1) —; on any cluster each server's port is taken from the config's port range;
+  the driver's command line Ray records in its job table has every secret masked.
 - The head registry runs here (as without Ray) and lists every replica with the node it runs on
   (``node_id``, ``node_ip``), its pid there and how often Ray restarted it.
 - :meth:`RaySupervisor.wait` polls the actors: a replica whose server or node died is restarted by Ray (its
@@ -35,15 +38,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rewardgym.config.ports import DEFAULT_PORT_RANGE
+from rewardgym.config.secrets import redact_argv
 from rewardgym.errors import ConfigError, ServerError
 from rewardgym.http.errors import UpstreamError
 from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.head_identity import remove_record
 from rewardgym.launch.probe import http_status
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
@@ -64,11 +71,16 @@ class RayOptions:
     placement_timeout_s: float = 120.0
     init_kwargs: dict[str, Any] = field(default_factory=dict)
     """Further ``ray.init`` arguments for a local cluster (e.g. ``num_cpus``)."""
+    port_range: tuple[int, int] = DEFAULT_PORT_RANGE
+    """``port_range_low..port_range_high``: each server's port on its node is taken from it."""
 
 
-def ray_options(cfg_ray: Any, cli_address: str | None) -> RayOptions | None:
+def ray_options(
+    cfg_ray: Any, cli_address: str | None, ports: tuple[int, int] = DEFAULT_PORT_RANGE
+) -> RayOptions | None:
     """The Ray settings of a run: the ``--ray`` flag (``local`` = start one) over the config's ``ray:``
-    block (``address``, ``spec_dir``, ``placement_timeout_s``); ``None`` without either."""
+    block (``address``, ``spec_dir``, ``placement_timeout_s``); ``None`` without either. ``ports``: the
+    config's port range, which every server honours on its node too."""
     if cli_address is None and not cfg_ray:
         return None
     block = dict(cfg_ray) if isinstance(cfg_ray, dict) else {}
@@ -85,6 +97,7 @@ def ray_options(cfg_ray: Any, cli_address: str | None) -> RayOptions | None:
         address=str(address) if address is not None else None,
         spec_dir=Path(str(spec_dir)).expanduser() if spec_dir else None,
         placement_timeout_s=float(block.get("placement_timeout_s") or 120.0),
+        port_range=ports,
     )
 
 
@@ -148,6 +161,46 @@ def _write_private(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's switch that, set to 0, makes a node take 127.0.0.1 as its address (on every platform)."""
+
+
+def _local_cluster_on_loopback() -> None:
+    """A local cluster (``--ray`` without an address) serves this machine only: with Ray's cluster mode
+    off its node address is 127.0.0.1, so the GCS, the raylets, the workers and our servers (placed at the
+    node's address) all listen on loopback. Set before ``ray`` is imported (Ray reads it then; its
+    processes inherit it), and on the constant in case ``ray`` was imported already."""
+    import sys
+
+    os.environ[LOOPBACK_SWITCH] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def _entrypoint_without_secrets() -> Iterator[None]:
+    """Ray stores the driver's command line (``/proc/self/cmdline``) in its job table, which its dashboard
+    and state API show: for the time of ``ray.init`` it gets this command line with every secret masked
+    (``--model-api-key K``, ``++auth_token=T``), so nothing secret is in what Ray stores."""
+    import psutil
+    import ray._private.utils as ray_utils
+
+    original = ray_utils.get_entrypoint_name
+
+    def masked() -> str:
+        try:
+            return subprocess.list2cmdline(redact_argv(psutil.Process().cmdline()))
+        except psutil.Error:
+            return "gym"
+
+    ray_utils.get_entrypoint_name = masked
+    try:
+        yield
+    finally:
+        ray_utils.get_entrypoint_name = original
+
+
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -209,6 +262,8 @@ class RaySupervisor(Supervisor):
             raise ServerError(f"head server: {exc}") from None
 
     def _connect(self) -> None:
+        if self.ray.address is None:
+            _local_cluster_on_loopback()
         import ray
 
         if ray.is_initialized():
@@ -220,7 +275,8 @@ class RaySupervisor(Supervisor):
         else:
             kwargs["address"] = self.ray.address
         try:
-            ray.init(**kwargs)
+            with _entrypoint_without_secrets():
+                ray.init(**kwargs)
         except ConnectionError as exc:
             raise ServerError(f"cannot join the Ray cluster at {self.ray.address}: {exc}") from None
 
@@ -251,7 +307,7 @@ class RaySupervisor(Supervisor):
                 )
         try:  # feasible, but a node may be busy or still starting workers: wait up to the start-up timeout
             located: list[dict[str, Any]] = await asyncio.wait_for(
-                asyncio.gather(*(actor.locate.remote() for actor in self._actors)),
+                asyncio.gather(*(actor.locate.remote(*self.ray.port_range) for actor in self._actors)),
                 max(self.ray.placement_timeout_s, self.options.ready_timeout_s),
             )
         except TimeoutError:
@@ -352,6 +408,8 @@ class RaySupervisor(Supervisor):
                 await asyncio.wait_for(self._stop_requested.wait(), POLL_S)
 
     async def stop(self) -> None:
+        remove_record(self._identity_record)  # this stack's record (head_identity) goes first, as locally
+        self._identity_record = None
         if self._actors:
             import ray
 

@@ -6,8 +6,13 @@ Endpoints (all ``GET``):
   (``name, kind, implementation, url, pid, status, started_at, exit_code, model``), each with the fields
   NeMo Gym 0.7.0's tools index added (``process_name`` = name, ``server_type`` = kind, ``host``, ``port``,
   ``start_time`` = started_at; docs/reference/nemo_gym_interop.md §2);
-- ``/health`` → ``{"status": "ok" | "degraded", "servers": [{name, url, healthy, latency_ms, error?}]}``,
+- ``/health`` → ``{"status": "ok" | "degraded" | "starting", "servers": [{name, url, healthy, latency_ms,
+  error?}], "waiting_for": [upstream, …]}`` (``starting`` while ``gym env start`` still waits for an
+  upstream: the stack is not ready even when every server answers),
   probing every instance's ``GET /`` concurrently with a short timeout;
+- ``POST /identity`` ``{"challenge": c}`` → ``{"stack": HMAC(stack secret, c), "token": HMAC(token, c)}``
+  (open; :mod:`rewardgym.launch.head_identity`): how ``gym env stop`` and ``--no-serve`` tell this head
+  from a decoy before they signal a pid or send the token;
 - ``/supervisor`` → ``{"pid", "started_at", "version"}`` of the process that owns the instances (used by
   ``gym env stop``);
 - ``/global_config_dict_yaml`` → for NeMo Gym 0.7.0's collector: a JSON string holding, as YAML, the
@@ -39,6 +44,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -49,6 +55,7 @@ import rewardgym
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError
 from rewardgym.launch.child_spec import InstanceRecord
+from rewardgym.launch.head_identity import identity_answer, new_stack_secret
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.logs import server_logger
 from rewardgym.servers.wire import error_body, json_response
@@ -84,6 +91,8 @@ class HeadServer:
         instances: Callable[[], list[InstanceRecord]],
         supervisor_pid: int | None = None,
         config_document: Callable[[], Mapping[str, Any]] | None = None,
+        stack_secret: str | None = None,
+        waiting_for: Callable[[], list[str]] | None = None,
     ) -> None:
         self.config = (
             config if isinstance(config, HeadServerConfig) else HeadServerConfig.model_validate(config)
@@ -96,6 +105,8 @@ class HeadServer:
         self._http: HttpClient | None = None
         self._config_document = config_document
         self._document_body: bytes | None = None
+        self._stack_secret = stack_secret or new_stack_secret()
+        self._waiting_for = waiting_for or list
 
     @property
     def http(self) -> HttpClient:
@@ -131,6 +142,17 @@ class HeadServer:
     async def _instances_route(self, _request: Request) -> Response:
         return json_response([_with_nemo_gym_aliases(r.model_dump(mode="json")) for r in self._instances()])
 
+    async def _identity_route(self, request: Request) -> Response:
+        """The proofs of :mod:`rewardgym.launch.head_identity` for the challenge sent (open: they reveal
+        nothing but that this head holds the stack's secret and, when set, the shared token)."""
+        try:
+            challenge = orjson.loads(await request.body()).get("challenge")
+        except (orjson.JSONDecodeError, AttributeError):
+            challenge = None
+        token = self.config.auth_token.get_secret_value() if self.config.auth_token else None
+        answer = identity_answer(challenge, self._stack_secret, token)
+        return json_response(answer, 400 if "error" in answer else 200)
+
     async def _supervisor_route(self, _request: Request) -> Response:
         return json_response(
             {"pid": self._pid, "started_at": self._started_at, "version": rewardgym.__version__}
@@ -163,8 +185,9 @@ class HeadServer:
 
     async def _health_route(self, _request: Request) -> Response:
         servers = await asyncio.gather(*(self._probe(r) for r in self._instances()))
-        status = "ok" if all(s["healthy"] for s in servers) else "degraded"
-        return json_response({"status": status, "servers": list(servers)})
+        waiting = self._waiting_for()
+        status = "starting" if waiting else "ok" if all(s["healthy"] for s in servers) else "degraded"
+        return json_response({"status": status, "servers": list(servers), "waiting_for": waiting})
 
     async def _http_error(self, _request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -188,6 +211,7 @@ class HeadServer:
             Route("/server_instances", self._guarded(self._instances_route), methods=["GET"]),
             Route("/health", self._guarded(self._health_route), methods=["GET"]),
             Route("/supervisor", self._guarded(self._supervisor_route), methods=["GET"]),
+            Route("/identity", self._identity_route, methods=["POST"]),
             Route("/global_config_dict_yaml", self._guarded(self._config_route), methods=["GET"]),
         ]
         return Starlette(

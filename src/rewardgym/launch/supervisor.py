@@ -51,6 +51,7 @@ from rewardgym.errors import ServerError
 from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
 from rewardgym.launch.child_spec import ChildSpec, InstanceRecord, model_identity
 from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError
+from rewardgym.launch.head_identity import new_stack_secret, remove_record, write_record
 from rewardgym.launch.logtail import tail_log
 from rewardgym.launch.probe import http_status, listening
 from rewardgym.servers.logs import log_path
@@ -162,6 +163,9 @@ class Supervisor:
         self._head_task: asyncio.Task[None] | None = None
         self._forks: ForkServer | None = None
         self.head_url = f"http://{options.head_host}:{options.head_port}"
+        self._identity_record: Path | None = None
+        self.waiting_for: set[str] = set()
+        """Upstreams the start-up still waits for (the head's /health says so: the stack is not ready)."""
 
     def records(self) -> list[InstanceRecord]:
         return [child.record for child in self._children]
@@ -241,12 +245,15 @@ class Supervisor:
         from rewardgym.launch.config_document import config_document
 
         specs = [child.spec for child in self._children]
+        stack_secret = new_stack_secret()
         head = HeadServer(
             config,
             instances=self.records,
             config_document=lambda: config_document(
                 specs, head_host=self.options.head_host, head_port=self.options.head_port
             ),
+            stack_secret=stack_secret,
+            waiting_for=lambda: sorted(self.waiting_for),
         )
         self._head = _embedded_uvicorn(uvicorn_config(head))
         self._head_task = asyncio.create_task(self._head.serve())
@@ -255,6 +262,8 @@ class Supervisor:
             if self._head_task.done() or time.monotonic() > deadline:
                 raise ServerError(f"the head server could not start on {self.head_url}")
             await asyncio.sleep(POLL_INTERVAL_S)
+        # This user's private record of the stack: what `gym env stop` checks the head and the pid against.
+        self._identity_record = write_record(self.head_url, stack_secret)
 
     async def _spawn(self, child: _Child) -> None:
         child.record.started_at = time.time()
@@ -331,10 +340,12 @@ class Supervisor:
         base = base_url.rstrip("/")
         probe = f"{base}/models" if base.endswith("/v1") else base
         deadline = time.monotonic() + self.options.upstream_timeout_s
+        self.waiting_for.add(safe_url(base))
         while True:
             try:
                 await http_status(probe, 5.0)
                 self._notify(f"upstream {safe_url(base)} answers")
+                self.waiting_for.discard(safe_url(base))
                 return
             except UpstreamConnectionError as exc:
                 if exc.dns_failure:
@@ -388,6 +399,8 @@ class Supervisor:
 
     async def stop(self) -> None:
         """Stop all children (SIGTERM, grace period, SIGKILL) and the head server."""
+        remove_record(self._identity_record)
+        self._identity_record = None
         running = [c for c in self._children if c.process is not None and c.process.returncode is None]
         for child in running:
             child.record.status = "stopping"

@@ -37,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from rewardgym.http import deadline
 from rewardgym.servers.middleware import BodyTooLarge, Gate, LastResortMiddleware, send_json
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -140,6 +141,8 @@ class ServerApp(FastAPI):
             return
         if head.chunked:
             receive = gate.limit(receive)
+        if head.deadline is not None:  # the caller's deadline bounds every call made for this request
+            deadline.enter(head.deadline)
         session, had_cookie = gate.cookies.open(head.cookie)
         scope["session"] = session
         endpoint = None if scope.get("root_path") else self.direct_routes().get((method, path))

@@ -60,6 +60,8 @@ class RequestHead:
     """``-1`` when the request has no ``Content-Length``."""
     chunked: bool
     cookie: bytes | None
+    deadline: bytes | None = None
+    """The caller's ``X-Rewardgym-Deadline`` (:mod:`rewardgym.http.deadline`)."""
 
 
 class Gate:
@@ -93,6 +95,7 @@ class Gate:
         length = -1
         chunked = False
         cookie = None
+        deadline = None
         for key, value in headers:
             if key == b"content-length":
                 length = int(value) if value.isdigit() else -1
@@ -101,12 +104,14 @@ class Gate:
                     cookie = value
             elif key == b"transfer-encoding":
                 chunked = True
+            elif key == b"x-rewardgym-deadline":
+                deadline = value
             elif not authorized and token is not None:
                 if key == b"x-rewardgym-token":
                     authorized = hmac.compare_digest(value.strip(), token)
                 elif key == b"authorization" and value[:7].lower() == b"bearer ":
                     authorized = hmac.compare_digest(value[7:].strip(), token)
-        return RequestHead(authorized, length, chunked, cookie)
+        return RequestHead(authorized, length, chunked, cookie, deadline)
 
     def limit(self, receive: Receive) -> Receive:
         """``receive`` that raises :class:`BodyTooLarge` once the body exceeds the limit."""

@@ -45,19 +45,24 @@ def leaks(text: str) -> list[str]:
     return [form for form in encodings(KEY) if any(form[i : i + 10] in text for i in range(len(form) - 9))]
 
 
-def test_an_echoed_key_is_masked_in_every_encoding(tmp_path: Path) -> None:
+def _run(tmp_path: Path, stub: EchoCredentialUpstream, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``gym eval run`` of two mcqa rows against ``stub``, the key given in a 0600 file."""
     (tmp_path / "key.txt").write_text(KEY + "\n", encoding="utf-8")
     (tmp_path / "key.txt").chmod(0o600)
-    stub = EchoCredentialUpstream(status=400)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
     with ThreadedServer(cast(Any, stub), name="echo-credential") as upstream:
-        run = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-m", "rewardgym", "eval", "run", "--resources-server", "mcqa",
              "--model-type", "vllm_model", "--agent", "mcqa_simple_agent", "--model", "stub-model",
              "--model-url", f"{upstream.url}/v1", "--model-api-key-file", "key.txt", "--input", str(MCQA),
-             "--limit", "2", "-o", "out/rollouts.jsonl", "--log-dir", "out/logs", "++max_attempts=1"],
+             "--limit", "2", "-o", "out/rollouts.jsonl", "--log-dir", "out/logs", *extra],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
+
+
+def test_an_echoed_key_is_masked_in_every_encoding(tmp_path: Path) -> None:
+    stub = EchoCredentialUpstream(status=400)
+    run = _run(tmp_path, stub, "++max_attempts=1")
     printed = run.stdout + run.stderr
     assert KEY.encode("utf-8") in stub.received, stub.received  # the key went upstream, as UTF-8
     failures = [
@@ -75,6 +80,24 @@ def test_an_echoed_key_is_masked_in_every_encoding(tmp_path: Path) -> None:
     }
     assert any(name.startswith("out/logs/") for name in files)
     assert leaks(KEY) and leaks(json.dumps({"k": KEY}))  # the detector sees the key where it is
+    leaked = {name: leaks(text) for name, text in files.items() if leaks(text)}
+    assert not leaked, leaked
+    assert not leaks(printed), printed
+
+
+def test_a_key_echoed_in_a_normal_answer_is_masked_in_every_stored_file(tmp_path: Path) -> None:
+    """Issue 22 (3): the upstream answers 200 and quotes the key in its answer text; the stored rollouts
+    (and the health files, report and logs written from them) hold the answer with the key masked."""
+    run = _run(tmp_path, EchoCredentialUpstream(status=200))
+    printed = run.stdout + run.stderr
+    assert run.returncode == 0, printed
+    rows = (tmp_path / "out/rollouts.jsonl").read_bytes().splitlines()
+    assert len(rows) == 2 and all(b"(key ***;" in row for row in rows), rows  # the answer, the key masked
+    files = {
+        str(p.relative_to(tmp_path)): p.read_bytes().decode("utf-8", "replace")
+        for p in tmp_path.rglob("*")
+        if p.is_file() and p.name != "key.txt"
+    }
     leaked = {name: leaks(text) for name, text in files.items() if leaks(text)}
     assert not leaked, leaked
     assert not leaks(printed), printed

@@ -2,10 +2,11 @@
 
 ``gym env start`` runs a ``vllm_model`` policy whose API key comes from ``$REWARDGYM_MODEL_API_KEY`` (the
 non-argv way), an embedded-model instance (so a llama.cpp child runs too), ``mcqa`` and its agent, with
-``++auth_token=…`` on gym's own command line (the user's own, which is theirs to protect). Then every
-descendant process of gym (the fork server, each server, the llama.cpp child) is read from ``/proc``: no
-command line holds the key or the token, and no environment holds ``REWARDGYM_MODEL_API_KEY`` (children
-get their config on a pipe). The stub upstream's record proves the key did reach the wire.
+``'++auth_token=${oc.env:RG_ARGV_TOKEN}'`` (the token read from gym's environment). Then every descendant
+process of gym (the fork server, each server, the llama.cpp child) is read from ``/proc``: no command line
+holds the key or the token, and no environment holds ``REWARDGYM_MODEL_API_KEY``, the key or the token
+(children get their config on a pipe; a variable ``${oc.env:…}`` read as a secret does not linger). The
+stub upstream's record proves the key did reach the wire.
 """
 
 from __future__ import annotations
@@ -61,10 +62,11 @@ def started(
     args = [
         "--resources-server", "mcqa", "--model-type", "vllm_model", "--model", "stub-model",
         "--model-url", f"{upstream[0]}/v1", "--config", "extra.yaml", "--log-dir", "logs",
-        f"++head_server.port={head}", f"++auth_token={TOKEN}",
+        f"++head_server.port={head}", "++auth_token=${oc.env:RG_ARGV_TOKEN}",
     ]  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:  # the key reaches gym through its environment only
         patch.setenv("REWARDGYM_MODEL_API_KEY", API_KEY)
+        patch.setenv("RG_ARGV_TOKEN", TOKEN)
         gym = Gym(args, folder)
     descendants: list[int] = []
     try:
@@ -96,6 +98,7 @@ def test_no_descendant_has_a_secret_on_its_command_line(
         environ = proc_file(process.pid, "environ")
         assert environ, process.pid
         assert b"REWARDGYM_MODEL_API_KEY" not in environ and API_KEY.encode() not in environ, process.pid
+        assert TOKEN.encode() not in environ and b"RG_ARGV_TOKEN" not in environ, process.pid
 
     # The key reached the model server (on its stdin) and the upstream (as a header).
     url, stub = upstream

@@ -53,13 +53,25 @@ class CodeGenConfig(BaseModel):
     """The util-linux ``unshare`` program used to create the namespaces (name on ``PATH`` or a path)."""
 
     memory_limit_mb: int = Field(2048, ge=64)
-    """Address-space limit of the solution process (``RLIMIT_AS``), in MiB."""
+    """Memory of a whole run — the solution and every process it makes — in MiB: a cgroup's
+    ``memory.max`` (``cgroup_parent``), else ``RLIMIT_NPROC × RLIMIT_AS`` kept within it (see
+    :mod:`.run_memory`)."""
+
+    process_memory_mb: int | None = Field(None, ge=16)
+    """Address space of each process of a run in the rlimits fallback (``RLIMIT_AS``), in MiB; the run
+    then gets ``memory_limit_mb // process_memory_mb`` processes (at most ``max_processes``). Default:
+    ``memory_limit_mb / max_processes``, at least 256."""
+
+    cgroup_parent: str | None = None
+    """A cgroup v2 folder delegated to the server (``memory`` and ``pids`` in its
+    ``cgroup.subtree_control``): each run gets a cgroup below it capping the run's memory and processes."""
 
     max_file_size_mb: int = Field(16, ge=0)
     """Largest file the solution may write (``RLIMIT_FSIZE``), in MiB."""
 
     max_processes: int = Field(64, ge=1)
-    """Processes and threads the sandbox user may own (``RLIMIT_NPROC``); stops fork bombs."""
+    """Processes and threads of one run (a cgroup's ``pids.max``, or ``RLIMIT_NPROC``, then at most what
+    ``memory_limit_mb`` holds); stops fork bombs."""
 
     private_tmp_mb: int = Field(64, ge=1)
     """Size of the sandbox's only writable file system: a private tmpfs on ``/tmp`` (also ``/dev/shm`` and

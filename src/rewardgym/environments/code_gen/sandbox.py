@@ -8,6 +8,8 @@ Contract of :class:`CodeSandbox` (one per server; :func:`shared_sandbox` gives o
   reason. The outcome is logged once per process. :meth:`CodeSandbox.ensure_available` raises
   :class:`SandboxUnavailableError` (with the reason) when there is no isolation and
   ``require_network_isolation`` is true — code is then never run.
+- A run's memory is bounded as a whole (:mod:`.run_memory`: a cgroup per run, else ``RLIMIT_NPROC ×
+  RLIMIT_AS`` within ``memory_limit_mb``); where neither holds the isolation counts as failed.
 - ``async with sandbox.run(code, fn_name, inputs) as run`` waits for one of ``max_concurrent_executions``
   slots and starts :mod:`.sandbox_child` with an environment built from scratch (no variable of the server,
   hence no API key), in a new session (process group). With isolation the child's work folder is on its
@@ -48,6 +50,13 @@ import psutil
 from rewardgym.environments.code_gen.config import CodeGenConfig
 from rewardgym.environments.code_gen.isolation import PROBE_TIMEOUT_S, Isolation, probe_isolation
 from rewardgym.environments.code_gen.lcb_execution import INT_MAX_STR_DIGITS
+from rewardgym.environments.code_gen.run_memory import (
+    MemoryPlan,
+    MemoryUnbounded,
+    make_run_cgroup,
+    plan_memory,
+    remove_run_cgroup,
+)
 from rewardgym.environments.code_gen.uid_claim import claim_uid, release_uid
 from rewardgym.errors import ServerError
 
@@ -214,6 +223,8 @@ class CodeSandbox:
         self.config = config
         self.python = config.python_executable or sys.executable
         self._isolation: Isolation | None = None
+        self.memory = MemoryPlan("rlimits", 0, 1, 0)
+        """How each run's memory is bounded (set with the isolation, :meth:`_plan_memory`)."""
         self._probe_lock = asyncio.Lock()
         self._slots: asyncio.Queue[int] = asyncio.Queue()
         for slot in range(config.max_concurrent_executions):
@@ -226,10 +237,11 @@ class CodeSandbox:
                 found = await probe_isolation(self.config.unshare_command, self.python)
                 if found.mode != "none":
                     self._isolation = found
-                    failure = await self._self_test()
+                    failure = self._plan_memory() or await self._self_test()
                     if failure:
                         found = Isolation("none", (), False, f"`{found.detail}` works, but {failure}")
                 self._isolation = found
+                self._plan_memory()
                 if found.mode == "none":
                     level = logging.ERROR if self.config.require_network_isolation else logging.WARNING
                     action = (
@@ -241,6 +253,20 @@ class CodeSandbox:
                 else:
                     _log_once(logging.INFO, f"code_gen sandbox: {found.mode} isolation via `{found.detail}`")
             return self._isolation
+
+    def _plan_memory(self) -> str | None:
+        """How a run's memory is bounded under the isolation found (:mod:`.run_memory`); why it cannot be.
+        Without any isolation, explicitly allowed, the rlimits stay as they were: nothing is promised."""
+        found = self._isolation
+        assert found is not None
+        nproc = os.geteuid() != 0 or (found.drop_privileges and self.config.sandbox_uid_base is not None)
+        try:
+            self.memory = plan_memory(self.config, nproc_applies=nproc)
+        except MemoryUnbounded as exc:
+            mib = self.config.memory_limit_mb * 2**20
+            self.memory = MemoryPlan("rlimits", mib, self.config.max_processes, mib)
+            return str(exc)
+        return None
 
     async def _self_test(self) -> str | None:
         """Why the confinement does not hold here (``None`` when it does): one real child, fully confined,
@@ -285,9 +311,9 @@ class CodeSandbox:
             "root": {"tmp_mb": cfg.private_tmp_mb, "tmp_inodes": self.tmp_inodes} if private else None,
             "limits": {
                 "cpu_seconds": math.ceil(budget),
-                "memory_bytes": cfg.memory_limit_mb * 2**20,
+                "memory_bytes": self.memory.process_bytes,
                 "file_size_bytes": cfg.max_file_size_mb * 2**20,
-                "processes": cfg.max_processes,
+                "processes": self.memory.processes,
                 "output_chars": self.output_bytes,
                 "report_bytes": self.output_bytes,
             },
@@ -335,6 +361,7 @@ class CodeSandbox:
         workdir = host_dir or SANDBOX_WORKDIR
         proc: asyncio.subprocess.Process | None = None
         run: SandboxRun | None = None
+        cgroup: str | None = None
         try:
             if uid is not None and host_dir is not None:
                 os.chown(host_dir, uid, uid)
@@ -353,7 +380,8 @@ class CodeSandbox:
                 limit=READ_CHUNK,
             )
             run = SandboxRun(proc, self.output_bytes + REPORT_SLACK_BYTES, self.output_bytes)
-            job = self._job(code, fn_name, inputs, workdir, uid) | {"self_test": self_test}
+            cgroup = make_run_cgroup(self.config, self.memory, slot)
+            job = self._job(code, fn_name, inputs, workdir, uid) | {"self_test": self_test, "cgroup": cgroup}
             assert proc.stdin is not None
             with contextlib.suppress(ConnectionError):
                 proc.stdin.write(json.dumps(job).encode("ascii"))
@@ -365,6 +393,7 @@ class CodeSandbox:
         finally:
             if proc is not None:
                 await _kill_all(proc, uid)
+            remove_run_cgroup(cgroup)
             if run is not None:
                 await _finish(run)
             if host_dir is not None:

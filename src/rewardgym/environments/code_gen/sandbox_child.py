@@ -118,6 +118,8 @@ def _raise_soft(kind: int, target: int) -> None:
 def _confine(job: dict[str, Any]) -> dict[str, Any]:
     """Apply the file system, limits and identity of ``job``; returns a description for the ``sandbox``
     line."""
+    if job.get("cgroup"):  # the run's cgroup (run_memory), joined before any solution code exists
+        Path(job["cgroup"], "cgroup.procs").write_text(str(os.getpid()))
     workdir: str = job["workdir"]
     uid: int | None = job["uid"] if os.geteuid() == 0 else None
     root: dict[str, int] | None = job["root"]

@@ -40,6 +40,7 @@ RSS_BOUND_MIB = 64
 SERVER_SETTINGS = {
     "unit_test_timeout_secs": 2,
     "memory_limit_mb": 256,
+    "process_memory_mb": 64,  # the whole run holds 256 MiB: 4 processes of 64 MiB (a daemon needs 3)
     "max_output_mb": 4,
     "private_tmp_mb": 16,
 }
@@ -150,6 +151,33 @@ if posix.fork() == 0:
 print('forked')
 """
 
+FORKING_HOG = """
+import posix
+reads, pids = [], []
+for _ in range(8):
+    r, w = posix.pipe()
+    try:
+        pid = posix.fork()
+    except OSError:
+        break
+    if pid == 0:
+        held, chunks = 0, []
+        try:
+            while held < 128:
+                chunks.append(bytearray(4 * 2**20))
+                held += 4
+        except MemoryError:
+            pass
+        posix.write(w, str(held).encode())
+        posix._exit(0)
+    reads.append(r)
+    pids.append(pid)
+total = sum(int(posix.read(r, 32) or b"0") for r in reads)
+verdict = "run total within limit" if total <= 256 else "run total OVER limit"
+print(verdict, "children", len(pids), "MiB", total)
+"""
+"""Eight children each holding up to 128 MiB: per-process limits alone let the run hold 1 GiB."""
+
 _KILL_PARENT = """
 import posix, signal
 for pid in ({server_pid}, posix.getppid(), -1, 0):
@@ -208,6 +236,7 @@ CASES = [
         reasons=("Resource", "Time Limit", "Global"),
     ),
     Case("daemon that outlives the solution", _DAEMON, reasons=("forked",)),
+    Case("forking memory hog (the run's total)", FORKING_HOG, reasons=("run total within limit",)),
     Case(
         "sleep", "import time\ntime.sleep(10 ** 6)", codes=(-3, -1), reasons=("Time Limit", "Global timeout")
     ),
