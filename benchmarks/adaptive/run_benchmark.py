@@ -147,7 +147,7 @@ def curve(spread: Spread, tasks: int, seeds: int) -> list[tuple[int, float, floa
     )
     for policy, acc, cost, rounds, k_equal in results:
         print(
-            f"{policy.initial:>8} {policy.round_step:>4} {policy.max_per_task:>4}  {policy.confidence:.2f}  "
+            f"{policy.initial:>8} {policy.round_step:>4} {policy.max_per_task:>4}  {policy.level:.2f}  "
             f"{acc:.4f}  "
             f"{cost:>13.2f}  {rounds:>6}  {k_equal:>25.1f}  {1 - cost / k_equal:>14.1%}"
         )
@@ -163,18 +163,18 @@ def curve(spread: Spread, tasks: int, seeds: int) -> list[tuple[int, float, floa
             f"fixed {k:>2}: accuracy {fixed[k]:.4f} with {k} rollouts/task; adaptive --adaptive-initial "
             f"{policy.initial} --adaptive-step {policy.round_step} --adaptive-max {policy.max_per_task} "
             "--adaptive-confidence "
-            f"{policy.confidence}: {acc:.4f} with {cost:.2f} rollouts/task in {rounds} rounds, "
+            f"{policy.level}: {acc:.4f} with {cost:.2f} rollouts/task in {rounds} rounds, "
             f"{1 - cost / k:.1%} fewer"
         )
     defaults = AdaptivePolicy()
 
     def shape(policy: AdaptivePolicy) -> tuple[object, ...]:
-        return (policy.initial, policy.round_step, policy.max_per_task, policy.confidence)
+        return (policy.initial, policy.round_step, policy.max_per_task, policy.level)
 
     default = next(r for r in results if shape(r[0]) == shape(defaults))
     print(
         f"defaults (--adaptive alone: initial {default[0].initial}, step {default[0].round_step}, max 16, "
-        "confidence 0.95): accuracy "
+        f"confidence {defaults.level}): accuracy "
         f"{default[1]:.4f} (fixed 16: {fixed[16]:.4f}) with {default[2]:.2f} rollouts/task, "
         f"{1 - default[2] / 16:.1%} fewer than fixed 16; fixed repeats need {default[4]:.1f} per task "
         f"for that accuracy ({1 - default[2] / default[4]:.1%} fewer)"
