@@ -19,6 +19,7 @@ import typer
 
 from rewardgym.cli import adaptive_opts as ad
 from rewardgym.cli import aio
+from rewardgym.cli.analyze_cmd import health_after_run, health_workers, ignored_checks
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -35,8 +36,11 @@ from rewardgym.cli.config_cmd import (
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
 from rewardgym.cli.run_settings import (
+    agent_map_of,
     config_bool,
+    config_concurrency,
     config_number,
+    config_path,
     exit_code_of,
     explicit_settings,
     failure_rate_limit,
@@ -63,7 +67,8 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout", "--shard", "--no-health-check", "--interleave-repeats", "--agent-fill-missing",
+    "--startup-timeout", "--shard", "--no-health-check", "--health-check-workers", "--health-check-ignore",
+    "--interleave-repeats", "--agent-fill-missing",
     *ad.FLAGS,
 ]  # fmt: skip
 
@@ -77,9 +82,12 @@ def _say(message: str) -> None:
 def run(
     ctx: typer.Context,
     input_path: Annotated[Path | None, typer.Option("--input", "-i", help="Input rows (JSONL).")] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Rollouts file to write (JSONL).")] = Path(
-        "results/rollouts.jsonl"
-    ),
+    output_flag: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Rollouts file to write (JSONL; default results/rollouts.jsonl)."
+        ),
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option(
@@ -94,7 +102,9 @@ def run(
         int | None, typer.Option("--limit", help="Use only the first N input lines.", min=0)
     ] = None,
     num_repeats: Annotated[int | None, typer.Option("--num-repeats", help="Rollouts per task.")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Rollouts in flight.", min=1)] = 32,
+    concurrency_flag: Annotated[
+        int | None, typer.Option("--concurrency", help="Rollouts in flight (default 32).", min=1)
+    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Resume although the run changed.")] = False,
     retry_failed: Annotated[
@@ -167,6 +177,14 @@ def run(
     no_health_check: Annotated[
         bool, typer.Option("--no-health-check", help="Skip the health check.")
     ] = False,
+    health_check_workers: Annotated[
+        int | None,
+        typer.Option("--health-check-workers", help="Processes the closing health check reads with."),
+    ] = None,
+    health_check_ignore: Annotated[
+        str | None,
+        typer.Option("--health-check-ignore", metavar="ID[,ID…]", help="Health checks not to run."),
+    ] = None,
     adaptive: ad.AdaptiveOpt = False,
     adaptive_initial: ad.InitialOpt = None,
     adaptive_max: ad.MaxOpt = None,
@@ -183,15 +201,6 @@ def run(
     130 interrupted.
     """
     overrides = split_overrides(ctx.args, _FLAGS)
-    if input_path is None and not resume:
-        raise UsageError("--input is required (or --resume to continue an earlier run)")
-    if input_path is not None:
-        refuse_special_input(input_path, "--input")  # before any server is started or asked
-    if input_path is not None and not resume and not input_path.is_file():
-        # Checked before any server starts (a serving run would otherwise boot the model first).
-        if input_path.is_dir():
-            raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
-        raise DataError(f"Input file not found: '{input_path}' (--input)")
     shard_spec = parse_shard(shard)
     if no_serve:
         cfg = load_config(
@@ -203,6 +212,30 @@ def run(
             model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
             model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
         )  # fmt: skip
+    # NeMo Gym's config keys for what the flags say (+input_jsonl_fpath=… for --input); a flag wins.
+    input_path = config_path(cfg, "input_jsonl_fpath", input_path)
+    output = config_path(cfg, "output_jsonl_fpath", output_flag) or Path("results/rollouts.jsonl")
+    resume = resume or config_bool(cfg, "resume_from_cache")
+    concurrency = config_concurrency(cfg, concurrency_flag)
+    prompt_config = config_path(cfg, "prompt_config", prompt_config)
+    if input_path is None and not resume:
+        raise UsageError("--input is required (or --resume to continue an earlier run)")
+    if input_path is not None:
+        refuse_special_input(input_path, "--input")  # before any server is started or asked
+    if input_path is not None and not resume and not input_path.is_file():
+        # Checked before any server starts (a serving run would otherwise boot the model first).
+        if input_path.is_dir():
+            raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
+        raise DataError(f"Input file not found: '{input_path}' (--input)")
+    check_ignored = (
+        health_check_ignore if health_check_ignore is not None else cfg.get("health_check_ignored_checks")
+    )
+    option = "--health-check-ignore" if health_check_ignore is not None else "health_check_ignored_checks"
+    ignored = ignored_checks(check_ignored, option, refuse_blank=health_check_ignore is not None)
+    workers = health_workers(
+        health_check_workers if health_check_workers is not None else cfg.get("health_check_workers"),
+        "--health-check-workers" if health_check_workers is not None else "health_check_workers",
+    )
     create_params: dict[str, Any] = {}
     for key, value in (
         ("temperature", temperature),
@@ -229,6 +262,7 @@ def run(
         create_params_overrides={**extra_params, **create_params},
         prompt_config=load_prompt_config(prompt_config),
         interleave=interleave_repeats or config_bool(cfg, "interleave_repeats"),
+        agent_map=agent_map_of(cfg),
     )
     explicit = explicit_settings(
         resume,
@@ -280,9 +314,7 @@ def run(
     if code:
         raise typer.Exit(code)
     if not (no_health_check or config_bool(cfg, "disable_health_check")):
-        from rewardgym.cli.analyze_cmd import health_after_run
-
-        health_after_run(output)
+        health_after_run(output, ignored=ignored, workers=workers)
     if trackers is not None:
         export_after_run(output, trackers, cfg)
 
