@@ -123,6 +123,12 @@ def test_gym_eval_run_no_serve_collects_through_a_nemo_gym_head(
     assert len(log.aggregates) == 1 and len(log.aggregates[0]["verify_responses"]) == 3
     metrics = orjson.loads((tmp_path / "out" / "rollouts_aggregate_metrics.json").read_bytes())
     assert AGENT in orjson.dumps(metrics).decode()
+    # what NeMo Gym 0.7.0's agent adds to its answer is kept, after NeMo Gym 0.5's four keys
+    assert list(metrics[0]) == [
+        "agent_ref", "agent_metrics", "key_metrics", "group_level_metrics",
+        "repeat_level_metrics", "perf_summary",
+    ]  # fmt: skip
+    assert metrics[0]["agent_metrics"]["num_repeats"] == 1 and metrics[0]["perf_summary"] is None
     assert "Key metrics for " + AGENT in run.stdout
 
 
