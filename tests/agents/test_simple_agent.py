@@ -316,7 +316,7 @@ def test_a_failed_verify_is_said_by_its_error_type(serve: Any, stub: Any) -> Non
 
 
 def test_outcome_keys_the_environment_gives_are_kept() -> None:
-    from rewardgym.agents.run_metrics import with_run_outcome
+    from rewardgym.agents._run_metrics import with_run_outcome
 
     body = b'{"reward": 0.0, "mask_sample": true, "failure_reason": "judge said no"}\n'
     out = with_run_outcome(body, {"reward": 0.0, "mask_sample": True, "failure_reason": "judge said no"})

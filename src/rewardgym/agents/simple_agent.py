@@ -17,7 +17,7 @@ Endpoints:
   model cookies, and the cookies the loop ended with are set on the answer.
 - ``POST /aggregate_metrics``: forwarded to the resources server (an empty result with
   ``skip_verification``); its ``agent_metrics`` gain ``per_sample_aggregate`` and ``num_repeats``
-  (:mod:`rewardgym.agents.run_metrics`).
+  (:mod:`rewardgym.agents._run_metrics`).
 
 Episode loop (one model call per step; ``input`` as a string becomes one user message):
 - call ``<model>/v1/responses`` with the original params and ``input = original + outputs so far``;
@@ -44,7 +44,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import Field, field_validator
 from starlette.responses import Response as HttpResponse
 
-from rewardgym.agents.run_metrics import RUN_OUTCOME, with_run_metrics, with_run_outcome
+from rewardgym.agents._run_metrics import RUN_OUTCOME, with_run_metrics, with_run_outcome
 from rewardgym.agents.usage import accumulate_usage
 from rewardgym.http.client import HttpReply
 from rewardgym.http.errors import (

@@ -61,6 +61,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.export_cmd",
     "rewardgym.cli.data_cmd",
     "rewardgym.cli.compare_cmd",
+    "rewardgym.cli.catalog_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -78,6 +79,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.export_cmd": "eval",
     "rewardgym.cli.data_cmd": "data",
     "rewardgym.cli.compare_cmd": "eval",
+    "rewardgym.cli.catalog_cmd": "list",  # also `gym search` (an unlisted word imports every module)
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -92,7 +94,7 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.data_cmd": {"select"},
     "rewardgym.cli.compare_cmd": {"compare"},
 }
-_ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
+_ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "--json"})
 
 _DEBUG = {"enabled": False}
 
@@ -109,6 +111,7 @@ def _root(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    as_json: bool = typer.Option(False, "--json", help="With --version: print it as JSON, with the system."),
 ) -> None:
     _DEBUG["enabled"] = debug
 
@@ -177,9 +180,25 @@ def _bare_ray_flag(args: list[str]) -> list[str]:
     return out
 
 
+def _root_words(args: list[str]) -> list[str]:
+    """The root flags given before any command word."""
+    words = []
+    for arg in args:
+        if arg not in _ROOT_FLAGS:
+            break
+        words.append(arg)
+    return words
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
     args = _bare_ray_flag(sys.argv[1:] if argv is None else argv)
+    root = _root_words(args)
+    if "--version" in root and "--json" in root:  # NeMo Gym's `gym --version --json`
+        from rewardgym.cli.version_info import version_json
+
+        sys.stdout.write(version_json() + "\n")
+        return 0
     if _starts_servers(args):
         from rewardgym.launch.forking import prestart
 

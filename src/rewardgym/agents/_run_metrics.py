@@ -1,4 +1,5 @@
-"""What NeMo Gym 0.7.0's agents add to the answers of ``/run`` and ``/aggregate_metrics``.
+"""What NeMo Gym 0.7.0's agents add to the answers of ``/run`` and ``/aggregate_metrics`` (a private module:
+the registry takes a module of this package whose name has no leading ``_`` for an agent implementation).
 
 Contract:
 
