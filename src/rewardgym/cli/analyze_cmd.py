@@ -29,6 +29,7 @@ from rewardgym.analysis.check_ids import ignored_check_ids
 from rewardgym.analysis.document import Settings
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.run_files import OptionalInputsOpt, RolloutsOpt
+from rewardgym.config import GymConfig
 from rewardgym.errors import UsageError
 
 
@@ -132,6 +133,27 @@ def health_workers(value: object, option: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UsageError(f"{option}: workers must be at least 1, got {value!r}")
     return value
+
+
+def closing_health(
+    cfg: GymConfig, disabled: bool, workers: int | None, ignore: str | None
+) -> tuple[tuple[str, ...], int | None] | None:
+    """(ignored checks, workers) of the closing health check, or None when it is off (flags, else keys)."""
+    setting = cfg.get("disable_health_check", False)
+    if not isinstance(setting, bool):
+        raise UsageError(f"disable_health_check must be true or false, got {setting!r}")
+    if disabled or setting:
+        return None
+    ignored = ignored_checks(
+        ignore if ignore is not None else cfg.get("health_check_ignored_checks"),
+        "--health-check-ignore" if ignore is not None else "health_check_ignored_checks",
+        refuse_blank=ignore is not None,
+    )
+    count = health_workers(
+        workers if workers is not None else cfg.get("health_check_workers"),
+        "--health-check-workers" if workers is not None else "health_check_workers",
+    )
+    return ignored, count
 
 
 def health_after_run(rollouts: Path, *, ignored: tuple[str, ...] = (), workers: int | None = None) -> None:

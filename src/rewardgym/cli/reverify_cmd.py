@@ -18,6 +18,7 @@ import orjson
 import typer
 
 from rewardgym.cli import aio
+from rewardgym.cli.analyze_cmd import closing_health, health_after_run
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -144,8 +145,16 @@ async def _reverify(settings: ReverifySettings, cfg: GymConfig, routes: dict[str
 @eval_app.command("aggregate", context_settings=OVERRIDE_CONTEXT)
 def aggregate(
     ctx: typer.Context,
-    input_globs: Annotated[str, typer.Option("--input", "-i", help="Rollout shards: 'glob[,glob]'.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Merged rollouts file to write.")],
+    input_globs: Annotated[
+        str | None,
+        typer.Option(
+            "--input-glob", "--input", "-i", help="Rollout shards: 'glob[,glob]' (or ++input_glob=…)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Merged rollouts file to write (or ++output_jsonl_fpath=…)."),
+    ] = None,
     no_serve: Annotated[
         bool, typer.Option("--no-serve", help="Use servers of a running 'gym env start'.")
     ] = True,
@@ -153,9 +162,28 @@ def aggregate(
         str | None,
         typer.Option("--head-url", help="Head registry of the running servers (default: head_server)."),
     ] = None,
+    no_health_check: Annotated[
+        bool, typer.Option("--no-health-check", help="Skip the health check of the merged rollouts.")
+    ] = False,
+    health_check_workers: Annotated[
+        int | None, typer.Option("--health-check-workers", help="Processes the health check reads with.")
+    ] = None,
+    health_check_ignore: Annotated[
+        str | None,
+        typer.Option("--health-check-ignore", metavar="ID[,ID…]", help="Health checks not to run."),
+    ] = None,
 ) -> None:
-    """Merge rollout shards (sorted by key) and recompute aggregate metrics through the running agents."""
-    overrides = split_overrides(ctx.args, ["--input", "--output", "--no-serve", "--head-url"])
+    """Merge rollout shards (sorted by key) and recompute aggregate metrics through the running agents;
+    then the health check of the merged rollouts, as after 'gym eval run'."""
+    flags = ["--input-glob", "--input", "--output", "--no-serve", "--head-url", "--no-health-check",
+             "--health-check-workers", "--health-check-ignore"]  # fmt: skip
+    overrides = split_overrides(ctx.args, flags)
+    cfg = load_config([], overrides, require_complete=False, check_keys=True)
+    input_globs = input_globs or _config_text(cfg, "input_glob")
+    output = output or (Path(text) if (text := _config_text(cfg, "output_jsonl_fpath")) else None)
+    if input_globs is None or output is None:
+        raise UsageError("--input-glob and --output are required (or ++input_glob / ++output_jsonl_fpath)")
+    health = closing_health(cfg, no_health_check, health_check_workers, health_check_ignore)
     paths = sorted({Path(p) for pattern in input_globs.split(",") for p in glob.glob(pattern.strip())})
     if not paths:
         raise UsageError(f"no rollout file matches --input {input_globs!r}")
@@ -163,11 +191,19 @@ def aggregate(
         [(output, "--output"), (RunOutputs(output).aggregate_metrics, "output (written next to --output)")],
         [(path, "--input shard") for path in paths],
     )
-    cfg = load_config([], overrides, require_complete=False, check_keys=True)
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
     token = cfg.get("auth_token")
     aio.run(_aggregate(paths, output, head, {"X-Rewardgym-Token": str(token)} if token else {}))
+    if health is not None:
+        health_after_run(output, ignored=health[0], workers=health[1])
+
+
+def _config_text(cfg: GymConfig, key: str) -> str | None:
+    value = cfg.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise UsageError(f"{key} must be a non-empty string, got {value!r}")
+    return value
 
 
 def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ import typer
 
 from rewardgym.cli import adaptive_opts as ad
 from rewardgym.cli import aio
-from rewardgym.cli.analyze_cmd import health_after_run, health_workers, ignored_checks
+from rewardgym.cli.analyze_cmd import closing_health, health_after_run
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -227,15 +227,7 @@ def run(
         if input_path.is_dir():
             raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
         raise DataError(f"Input file not found: '{input_path}' (--input)")
-    check_ignored = (
-        health_check_ignore if health_check_ignore is not None else cfg.get("health_check_ignored_checks")
-    )
-    option = "--health-check-ignore" if health_check_ignore is not None else "health_check_ignored_checks"
-    ignored = ignored_checks(check_ignored, option, refuse_blank=health_check_ignore is not None)
-    workers = health_workers(
-        health_check_workers if health_check_workers is not None else cfg.get("health_check_workers"),
-        "--health-check-workers" if health_check_workers is not None else "health_check_workers",
-    )
+    health = closing_health(cfg, no_health_check, health_check_workers, health_check_ignore)
     create_params: dict[str, Any] = {}
     for key, value in (
         ("temperature", temperature),
@@ -313,8 +305,8 @@ def run(
         )
     if code:
         raise typer.Exit(code)
-    if not (no_health_check or config_bool(cfg, "disable_health_check")):
-        health_after_run(output, ignored=ignored, workers=workers)
+    if health is not None:
+        health_after_run(output, ignored=health[0], workers=health[1])
     if trackers is not None:
         export_after_run(output, trackers, cfg)
 

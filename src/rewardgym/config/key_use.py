@@ -24,6 +24,7 @@ _RUN = "cli/run_cmd.py"
 _RUN_SETTINGS = "cli/run_settings.py"
 _TRACKERS = "cli/run_trackers.py"
 _PORTS = "config/ports.py"
+_HEALTH = "cli/analyze_cmd.py"
 
 READ_BY: Final[Mapping[str, str]] = {
     "_copy": "config/directives.py", "_delete_key": "config/directives.py",
@@ -34,14 +35,14 @@ READ_BY: Final[Mapping[str, str]] = {
     "port_range_high": _PORTS, "port_range_low": _PORTS,
     "model_endpoint_readiness_timeout_seconds": "collect/stack.py", "ray": "collect/stack.py",
     "agent_fill_missing": _RUN, "agent_name": _RUN, "auth_token": _RUN, "disable_aggregation": _RUN,
-    "disable_health_check": _RUN, "fail_fast": _RUN, "health_check_ignored_checks": _RUN,
-    "health_check_workers": _RUN, "input_jsonl_fpath": _RUN, "limit": _RUN, "max_attempts": _RUN,
+    "fail_fast": _RUN, "input_jsonl_fpath": _RUN, "limit": _RUN, "max_attempts": _RUN,
     "nemo_gym_log_dir": _RUN, "num_repeats_add_seed": _RUN, "output_jsonl_fpath": _RUN,
     "prompt_config": _RUN, "responses_create_params": _RUN, "resume_from_cache": _RUN,
     "rollout_timeout_s": _RUN,
     "agent_map": _RUN_SETTINGS, "interleave_repeats": _RUN_SETTINGS, "max_failure_rate": _RUN_SETTINGS,
     "num_repeats": _RUN_SETTINGS, "num_samples_in_parallel": _RUN_SETTINGS,
-    "reward_range": "cli/reward_range.py",
+    "reward_range": "cli/reward_range.py", "input_glob": "cli/reverify_cmd.py",
+    "disable_health_check": _HEALTH, "health_check_ignored_checks": _HEALTH, "health_check_workers": _HEALTH,
     "allow_non_numeric_rewards": "cli/profile_cmd.py", "allow_partial_rollouts": "cli/profile_cmd.py",
     "mlflow_experiment_name": _TRACKERS, "mlflow_run_name": _TRACKERS, "mlflow_tracking_token": _TRACKERS,
     "mlflow_tracking_uri": _TRACKERS, "wandb_api_key": _TRACKERS, "wandb_entity": _TRACKERS,
@@ -105,7 +106,7 @@ NOT_SUPPORTED: Final[Mapping[str, str]] = {
             "delete_from_gitlab", "delete_venvs_after_each_test", "dispatch_budget_s",
             "dispatch_longest_first", "drain_margin_s", "fail_on_total_and_test_mismatch", "fan_out",
             "force", "format", "hf_collection_name", "hf_collection_slug", "hf_dataset_prefix",
-            "hf_organization", "higher_is_better", "input_format", "input_glob", "json_format",
+            "hf_organization", "higher_is_better", "input_format", "json_format",
             "judge_failed_only", "manifest_path", "materialized_inputs_jsonl_fpath",
             "max_resident_rollout_tasks", "merge_shards", "mode", "num_prepare_benchmark_processes",
             "num_shards", "onboarding_name", "outdated", "output_dirpath", "output_fpath", "overwrite",
