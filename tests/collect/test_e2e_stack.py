@@ -82,6 +82,16 @@ def test_run_then_reverify_reproduces_rewards(tmp_path: Path, upstream: Threaded
     rescored = _rows(tmp_path / "out" / "rescored.jsonl")
     assert {key(r): r["reward"] for r in rescored} == expected
 
+    # --limit N: only the first N rollouts of the rollouts file (NeMo Gym's flag)
+    first = _gym(
+        "eval", "reverify", "--config", "stack.yaml", *model, "--limit", "4",
+        "--inputs", "out/rollouts_materialized_inputs.jsonl", "--rollouts", "out/rollouts.jsonl",
+        "-o", "out/first4.jsonl", "--disable-aggregation",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert sorted(map(key, _rows(tmp_path / "out" / "first4.jsonl"))) == sorted(map(key, rollouts[:4]))
+
     # No secret in anything written or printed.
     written = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert API_KEY.encode() not in written

@@ -86,6 +86,9 @@ def reverify(
     log_dir: Annotated[
         Path | None, typer.Option("--log-dir", help="Server logs (default: <output folder>/logs).")
     ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Re-score only the first N rollouts.")
+    ] = None,
     config: ConfigOpt = None,
     resources_server: ResourcesServerOpt = None,
     model_type: ModelTypeOpt = None,
@@ -100,7 +103,7 @@ def reverify(
     Each materialized row plus its stored response goes straight to the resources server's /verify.
     """
     known = [*CONFIG_OPTION_NAMES, "--inputs", "--rollouts", "--output", "--concurrency", "--resume",
-             "--overwrite", "--force", "--disable-aggregation", "--log-dir"]  # fmt: skip
+             "--overwrite", "--force", "--disable-aggregation", "--log-dir", "--limit"]  # fmt: skip
     overrides = split_overrides(ctx.args, known)
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
@@ -111,7 +114,7 @@ def reverify(
     settings = ReverifySettings(
         inputs=inputs, rollouts=rollouts, output=output, concurrency=concurrency, resume=resume,
         overwrite=overwrite, force=force, disable_aggregation=disable_aggregation,
-        read_files=read_files(cfg),
+        read_files=read_files(cfg), limit=limit,
     )  # fmt: skip
     # Before any server starts: either name may be written (unsafe_* when an environment is not stateless).
     guard_reverify_outputs(settings, output_path(settings, False), output_path(settings, True))

@@ -8,6 +8,7 @@ is prefixed ``unsafe_``. Failures and resume behave as in collection: a failure 
 
 No output may be one of the inputs: re-scoring ``--rollouts R`` into ``-o R`` is refused before anything
 is touched (rollouts whose re-verification failed would otherwise be lost from R); write elsewhere.
+``limit`` re-scores only the first N rollouts of the rollouts file (in its order).
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ class ReverifySettings:
     overwrite: bool = False
     force: bool = False
     disable_aggregation: bool = False
+    limit: int | None = None
+    """Re-verify only the first N rollouts of ``rollouts`` (NeMo Gym's ``--limit``; rows already done by a
+    resumed run count against it)."""
     read_files: tuple[tuple[Path, str], ...] = ()
     """Other files the command read (config files): no output may be one of them."""
 
@@ -180,6 +184,8 @@ async def _reverify(
         for path in outputs.stale():
             path.unlink(missing_ok=True)
     responses = _load_responses(settings.rollouts)
+    if settings.limit is not None:  # the first N of the rollouts file, as NeMo Gym counts them
+        responses = dict(list(responses.items())[: settings.limit])
     prior = load_prior_run(outputs) if settings.resume else PriorRun()
     results = JsonlAppender(outputs.rollouts)
     failures = JsonlAppender(outputs.failures)
