@@ -96,3 +96,49 @@ def test_run_then_reverify_reproduces_rewards(tmp_path: Path, upstream: Threaded
     written = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert API_KEY.encode() not in written
     assert API_KEY not in run.stdout + run.stderr + again.stdout + again.stderr
+
+
+def test_split_collects_the_datasets_the_config_lists(tmp_path: Path, upstream: ThreadedServer) -> None:
+    # NeMo Gym's `gym eval run --split`: the agent's datasets of that split, each repeated num_repeats times
+    # line after line, with the agent stamped; a NeMo Gym repository path finds the built-in environment.
+    datasets = (
+        "      datasets:\n"
+        "      - {name: example, type: example, num_repeats: 2,"
+        " jsonl_fpath: resources_servers/mcqa/data/example.jsonl}\n"
+        "      - {name: other, type: train, jsonl_fpath: nowhere.jsonl}\n"
+    )
+    (tmp_path / "stack.yaml").write_text(STACK + datasets)
+    model = ["--model-url", f"{upstream.url}/v1", "--model", "stub", "--model-api-key", API_KEY]
+    run = _gym(
+        "eval", "run", "--config", "stack.yaml", *model, "--split", "example", "--output", "s/rollouts.jsonl",
+        "--no-health-check", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    source = (EXAMPLES / "mcqa" / "example.jsonl").read_bytes().splitlines()
+    collated = _rows(tmp_path / "s" / "rollouts" / "preprocessed_datasets" / "example.jsonl")
+    assert len(collated) == 2 * len(source)
+    assert collated[0] == collated[1] != collated[2]  # "aabb": each line twice, in order
+    assert {r["agent_ref"]["name"] for r in collated} == {"mcqa_simple_agent"}  # type: ignore[index]
+    rollouts = _rows(tmp_path / "s" / "rollouts.jsonl")
+    # byte-identical lines are one task: each source row is a task with two rollouts
+    assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rollouts) == [
+        (t, i) for t in range(len(source)) for i in range(2)
+    ]
+    missing = _gym(
+        "eval", "run", "--config", "stack.yaml", *model, "--split", "train", "-o", "t/rollouts.jsonl",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert missing.returncode == 1 and "jsonl_fpath 'nowhere.jsonl' not found" in missing.stderr
+    both = _gym(
+        "eval",
+        "run",
+        "--config",
+        "stack.yaml",
+        *model,
+        "--split",
+        "example",
+        "--input",
+        "x.jsonl",
+        cwd=tmp_path,
+    )
+    assert both.returncode == 2 and "--split and --input" in both.stderr

@@ -34,6 +34,7 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.run_settings import config_text
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.aggregate import (
     compute_aggregate_metrics,
@@ -182,8 +183,8 @@ def aggregate(
              "--health-check-workers", "--health-check-ignore"]  # fmt: skip
     overrides = split_overrides(ctx.args, flags)
     cfg = load_config([], overrides, require_complete=False, check_keys=True)
-    input_globs = input_globs or _config_text(cfg, "input_glob")
-    output = output or (Path(text) if (text := _config_text(cfg, "output_jsonl_fpath")) else None)
+    input_globs = input_globs or config_text(cfg, "input_glob")
+    output = output or (Path(text) if (text := config_text(cfg, "output_jsonl_fpath")) else None)
     if input_globs is None or output is None:
         raise UsageError("--input-glob and --output are required (or ++input_glob / ++output_jsonl_fpath)")
     health = closing_health(cfg, no_health_check, health_check_workers, health_check_ignore)
@@ -200,13 +201,6 @@ def aggregate(
     aio.run(_aggregate(paths, output, head, {"X-Rewardgym-Token": str(token)} if token else {}))
     if health is not None:
         health_after_run(output, ignored=health[0], workers=health[1])
-
-
-def _config_text(cfg: GymConfig, key: str) -> str | None:
-    value = cfg.get(key)
-    if value is not None and (not isinstance(value, str) or not value):
-        raise UsageError(f"{key} must be a non-empty string, got {value!r}")
-    return value
 
 
 def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ from rewardgym.cli.run_settings import (
     config_concurrency,
     config_number,
     config_path,
+    config_text,
     exit_code_of,
     explicit_settings,
     failure_rate_limit,
@@ -51,6 +52,7 @@ from rewardgym.cli.run_settings import (
 )
 from rewardgym.cli.run_trackers import export_after_run, trackers_of
 from rewardgym.cli.stack_config import load_stack_config
+from rewardgym.collect.collate import collate_split
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
@@ -67,8 +69,8 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout", "--shard", "--no-health-check", "--health-check-workers", "--health-check-ignore",
-    "--interleave-repeats", "--agent-fill-missing",
+    "--startup-timeout", "--split", "--shard", "--no-health-check", "--health-check-workers",
+    "--health-check-ignore", "--interleave-repeats", "--agent-fill-missing",
     *ad.FLAGS,
 ]  # fmt: skip
 
@@ -130,6 +132,14 @@ def run(
     disable_aggregation: Annotated[
         bool, typer.Option("--disable-aggregation", help="Skip the aggregate metrics at the end.")
     ] = False,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            "--split",
+            help="Collect the config's datasets of this split (train, validation, benchmark, example) "
+            "instead of --input: collated into <output without suffix>/preprocessed_datasets/<split>.jsonl.",
+        ),
+    ] = None,
     shard: Annotated[
         str | None,
         typer.Option(
@@ -218,8 +228,15 @@ def run(
     resume = resume or config_bool(cfg, "resume_from_cache")
     concurrency = config_concurrency(cfg, concurrency_flag)
     prompt_config = config_path(cfg, "prompt_config", prompt_config)
+    split = split if split is not None else config_text(cfg, "split")
+    if split is not None and input_path is not None:
+        raise UsageError("--split and --input both name the input rows; give one of them")
+    if split is not None and not resume:  # NeMo Gym's end-to-end run: the config's datasets of the split
+        collated, rows = collate_split(cfg, split, output.with_suffix("") / "preprocessed_datasets")
+        _say(f"Collated {rows} rows of split {split!r} into {collated}")
+        input_path = collated
     if input_path is None and not resume:
-        raise UsageError("--input is required (or --resume to continue an earlier run)")
+        raise UsageError("--input is required (or --split, or --resume to continue an earlier run)")
     if input_path is not None:
         refuse_special_input(input_path, "--input")  # before any server is started or asked
     if input_path is not None and not resume and not input_path.is_file():

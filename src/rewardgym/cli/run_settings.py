@@ -176,3 +176,11 @@ def config_concurrency(cfg: GymConfig, flag: int | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise UsageError(f"num_samples_in_parallel must be an integer >= 1, got {value!r}")
     return value
+
+
+def config_text(cfg: GymConfig, key: str) -> str | None:
+    """A string setting (``++split=train``), or None when unset."""
+    value = cfg.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise UsageError(f"{key} must be a non-empty string, got {value!r}")
+    return value

@@ -38,7 +38,7 @@ READ_BY: Final[Mapping[str, str]] = {
     "fail_fast": _RUN, "input_jsonl_fpath": _RUN, "limit": _RUN, "max_attempts": _RUN,
     "nemo_gym_log_dir": _RUN, "num_repeats_add_seed": _RUN, "output_jsonl_fpath": _RUN,
     "prompt_config": _RUN, "responses_create_params": _RUN, "resume_from_cache": _RUN,
-    "rollout_timeout_s": _RUN,
+    "rollout_timeout_s": _RUN, "split": _RUN,
     "agent_map": _RUN_SETTINGS, "interleave_repeats": _RUN_SETTINGS, "max_failure_rate": _RUN_SETTINGS,
     "num_repeats": _RUN_SETTINGS, "num_samples_in_parallel": _RUN_SETTINGS,
     "reward_range": "cli/reward_range.py", "input_glob": "cli/reverify_cmd.py",
@@ -90,7 +90,7 @@ NOT_SUPPORTED: Final[Mapping[str, str]] = {
     # rewardgym's reserved run settings with no config reader: their flags say it
     "concurrency": _flag("--concurrency or num_samples_in_parallel"), "inputs": _flag("--inputs"),
     "rollouts": _flag("--rollouts"), "log_dir": _flag("--log-dir or nemo_gym_log_dir"),
-    "log_level": "set it on a server instance (log_level)", "split": _flag("gym eval run --split"),
+    "log_level": "set it on a server instance (log_level)",
     # data-row keys
     "_ng_task_index": _ROW, "_ng_rollout_index": _ROW, "_ng_attempt_index": _ROW, "_ng_rollout_id": _ROW,
     "response": _ROW, "agent_ref": _ROW, "skills_ref": _ROW,
