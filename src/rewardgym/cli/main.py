@@ -41,10 +41,16 @@ eval_app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
 data_app = typer.Typer(help="Turn reward profiles into training data.", no_args_is_help=True)
+dataset_app = typer.Typer(
+    help="Prepare input rows: render a prompt config, collate a config's datasets (NeMo Gym's local "
+    "'gym dataset' commands).",
+    no_args_is_help=True,
+)
 app.add_typer(env_app, name="env")
 app.add_typer(eval_app, name="eval")
 app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
+app.add_typer(dataset_app, name="dataset")
 
 # Command modules, imported for their registration side effect. A module that does not exist yet is
 # skipped, so the CLI grows as features land without this list being a source of breakage.
@@ -62,6 +68,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.data_cmd",
     "rewardgym.cli.compare_cmd",
     "rewardgym.cli.catalog_cmd",
+    "rewardgym.cli.dataset_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -80,6 +87,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.data_cmd": "data",
     "rewardgym.cli.compare_cmd": "eval",
     "rewardgym.cli.catalog_cmd": "list",  # also `gym search` (an unlisted word imports every module)
+    "rewardgym.cli.dataset_cmd": "dataset",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {

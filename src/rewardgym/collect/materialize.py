@@ -92,7 +92,8 @@ def _repeats_for(spec: RepeatSpec, agent: str | None) -> int | None:
     return spec.get("_default")
 
 
-def _render_prompt(row: dict[str, Any], prompt: PromptConfig, where: str) -> None:
+def render_prompt(row: dict[str, Any], prompt: PromptConfig, where: str) -> None:
+    """Fill ``responses_create_params.input`` of ``row`` from ``prompt`` (module docstring)."""
     params = row.get(keys.RESPONSES_CREATE_PARAMS)
     if isinstance(params, dict) and params.get("input"):
         raise DataError(
@@ -179,7 +180,7 @@ def _iter_aabbcc(
             where = f"{os.fspath(path)}:{number}"
             row = parse_line(raw, path, number)
             if options.prompt_config is not None:
-                _render_prompt(row, options.prompt_config, where)
+                render_prompt(row, options.prompt_config, where)
             params = row.get(keys.RESPONSES_CREATE_PARAMS)
             if not isinstance(params, dict):
                 raise DataError(f"{where}: row has no 'responses_create_params' object")
