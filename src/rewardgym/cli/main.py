@@ -69,6 +69,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.compare_cmd",
     "rewardgym.cli.catalog_cmd",
     "rewardgym.cli.dataset_cmd",
+    "rewardgym.cli.envcheck_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -88,6 +89,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.compare_cmd": "eval",
     "rewardgym.cli.catalog_cmd": "list",  # also `gym search` (an unlisted word imports every module)
     "rewardgym.cli.dataset_cmd": "dataset",
+    "rewardgym.cli.envcheck_cmd": "env",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -97,6 +99,7 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.env_cmd": {"start", "status", "stop"},
     "rewardgym.cli.envlist_cmd": {"list"},
     "rewardgym.cli.envnew_cmd": {"new"},
+    "rewardgym.cli.envcheck_cmd": {"validate", "test", "schema"},
     "rewardgym.cli.analyze_cmd": {"analyze", "health-check"},
     "rewardgym.cli.export_cmd": {"export"},
     "rewardgym.cli.data_cmd": {"select"},

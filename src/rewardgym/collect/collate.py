@@ -37,7 +37,7 @@ AGENT_KIND: Final = "responses_api_agents"
 SPLITS: Final = ("train", "validation", "benchmark", "example")
 
 
-def _datasets(cfg: GymConfig) -> Iterator[tuple[str, Mapping[str, Any], str | None]]:
+def datasets_of(cfg: GymConfig) -> Iterator[tuple[str, Mapping[str, Any], str | None]]:
     """(agent, dataset entry, implementation of its resources server) for every dataset entry."""
     for agent in cfg.instances_of(AGENT_KIND):
         entries = agent.fields.get("datasets") or []
@@ -53,7 +53,8 @@ def _datasets(cfg: GymConfig) -> Iterator[tuple[str, Mapping[str, Any], str | No
                 yield agent.name, entry, server
 
 
-def _find(path_text: str, server: str | None, agent: str, name: str) -> Path:
+def dataset_path(path_text: str, server: str | None, agent: str, name: str) -> Path:
+    """Where a dataset entry's ``jsonl_fpath`` is (module docstring), or a DataError naming it."""
     path = Path(path_text).expanduser()
     candidates = [path]
     if not path.is_absolute():
@@ -86,14 +87,14 @@ def collate_split(cfg: GymConfig, split: str, folder: Path) -> tuple[Path, int]:
         raise UsageError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     chosen = []
     seen_splits: set[str] = set()
-    for agent, entry, server in _datasets(cfg):
+    for agent, entry, server in datasets_of(cfg):
         seen_splits.add(str(entry.get("type")))
         if entry.get("type") != split:
             continue
         repeats = entry.get("num_repeats", 1)
         if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
             raise UsageError(f"agent {agent!r} dataset {entry.get('name')!r}: num_repeats must be >= 1")
-        where = _find(str(entry.get("jsonl_fpath", "")), server, agent, str(entry.get("name")))
+        where = dataset_path(str(entry.get("jsonl_fpath", "")), server, agent, str(entry.get("name")))
         chosen.append((where, repeats, agent))
     if not chosen:
         have = ", ".join(sorted(seen_splits)) or "none"
