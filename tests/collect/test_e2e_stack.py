@@ -142,3 +142,44 @@ def test_split_collects_the_datasets_the_config_lists(tmp_path: Path, upstream: 
         cwd=tmp_path,
     )
     assert both.returncode == 2 and "--split and --input" in both.stderr
+
+
+def test_reverify_judge_failed_only_recovers_the_judge_failures(
+    tmp_path: Path, upstream: ThreadedServer
+) -> None:
+    # The judge is down for the rows expecting "B" during the run: they are judge failures in the sidecar,
+    # with their responses. With the judge back, --judge-failed-only re-scores just those and keeps the rest.
+    flaky = STACK.replace(
+        "tests.stubs.environments:ExactMatchServer:", "tests.stubs.environments:FlakyJudgeServer:"
+    )
+    (tmp_path / "down.yaml").write_text(
+        flaky.replace("domain: knowledge", "domain: knowledge\n      judge_down_for: B")
+    )
+    (tmp_path / "up.yaml").write_text(flaky)
+    model = ["--model-url", f"{upstream.url}/v1", "--model", "stub", "--model-api-key", API_KEY]
+    run = _gym(
+        "eval", "run", "--config", "down.yaml", *model, "--input", str(EXAMPLES / "mcqa" / "example.jsonl"),
+        "--agent", "mcqa_simple_agent", "--output", "out/rollouts.jsonl", "--no-health-check",
+        "++max_attempts=1", cwd=tmp_path,
+    )  # fmt: skip
+    materialized = _rows(tmp_path / "out" / "rollouts_materialized_inputs.jsonl")
+    failed = _rows(tmp_path / "out" / "rollouts_failures.jsonl")
+    b_rows = [r for r in materialized if r["expected_answer"] == "B"]
+    assert b_rows and len(failed) == len(b_rows), run.stdout + run.stderr
+    assert all(f["_ng_failure_class"] == "judge_failed" and "response" in f for f in failed)
+    before = _rows(tmp_path / "out" / "rollouts.jsonl")
+    assert len(before) == len(materialized) - len(b_rows)
+    again = _gym(
+        "eval", "reverify", "--config", "up.yaml", *model, "--judge-failed-only",
+        "--inputs", "out/rollouts_materialized_inputs.jsonl", "--rollouts", "out/rollouts.jsonl",
+        "-o", "out/recovered.jsonl", cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    recovered = _rows(tmp_path / "out" / "recovered.jsonl")
+    assert recovered[: len(before)] == before  # the successes, as they were
+    rescored = recovered[len(before) :]
+    assert sorted((r["_ng_task_index"], r["_ng_rollout_index"]) for r in rescored) == sorted(
+        (r["_ng_task_index"], r["_ng_rollout_index"]) for r in b_rows
+    )
+    assert all(r["reward"] == 1.0 for r in rescored)  # the stub answers B: right, now that the judge is up
+    assert "Recovery: " + str(len(b_rows)) in again.stdout

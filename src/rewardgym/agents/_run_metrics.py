@@ -51,21 +51,55 @@ def with_run_metrics(answer: bytes, request: bytes) -> bytes:
     agent = metrics.get("agent_metrics") if isinstance(metrics, dict) else None
     if not isinstance(agent, dict) or not isinstance(rows, list):
         return answer
+    runs, most = _runs(rows)
+    if "per_sample_aggregate" not in agent:
+        agent["per_sample_aggregate"] = {"accuracy": [100.0 * statistics.fmean(run) for run in runs]}
+    if "num_repeats" not in agent:
+        agent["num_repeats"] = most
+    return orjson.dumps(metrics)
+
+
+def _score(row: Mapping[str, Any]) -> float | None:
+    reward = row.get(keys.REWARD)
+    return float(reward) if isinstance(reward, int | float) else None
+
+
+def _runs(rows: list[Any]) -> tuple[list[list[float]], int]:
+    """(runs[i]: the i-th scored rollout of every task that has one, the most rollouts of a task). One pass
+    when the rows come sorted by (task, rollout), as the collectors send them; else grouped and sorted."""
+    runs: list[list[float]] = []
+    most = position = count = 0
+    previous: tuple[Any, Any] | None = None
+    try:
+        for row in rows:
+            key = (row[keys.TASK_INDEX], row.get(keys.ROLLOUT_INDEX) or 0)
+            if previous is None or key[0] != previous[0]:
+                position = count = 0
+            elif not key > previous:
+                raise ValueError("unsorted")
+            previous = key
+            count += 1
+            most = max(most, count)
+            score = _score(row)
+            if score is not None:
+                if position == len(runs):
+                    runs.append([])
+                runs[position].append(score)
+                position += 1
+        return runs, most
+    except (KeyError, TypeError, ValueError):  # not sorted (or keys of mixed types): group them first
+        pass
     tasks: dict[Any, list[tuple[Any, float | None]]] = {}
     for row in rows:
         if isinstance(row, dict):
-            reward = row.get(keys.REWARD)
-            score = float(reward) if isinstance(reward, int | float) else None
-            tasks.setdefault(row.get(keys.TASK_INDEX), []).append((row.get(keys.ROLLOUT_INDEX) or 0, score))
-    runs: list[list[float]] = []  # runs[i]: the i-th scored rollout of every task that has one
+            tasks.setdefault(row.get(keys.TASK_INDEX), []).append(
+                (row.get(keys.ROLLOUT_INDEX) or 0, _score(row))
+            )
+    runs = []
     for group in tasks.values():
         group.sort(key=lambda pair: pair[0])
         for i, score in enumerate(s for _, s in group if s is not None):
             if i == len(runs):
                 runs.append([])
             runs[i].append(score)
-    if "per_sample_aggregate" not in agent:
-        agent["per_sample_aggregate"] = {"accuracy": [100.0 * statistics.fmean(run) for run in runs]}
-    if "num_repeats" not in agent:
-        agent["num_repeats"] = max((len(group) for group in tasks.values()), default=0)
-    return orjson.dumps(metrics)
+    return runs, max((len(group) for group in tasks.values()), default=0)

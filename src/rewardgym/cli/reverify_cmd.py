@@ -34,6 +34,7 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.run_settings import config_bool as config_flag
 from rewardgym.cli.run_settings import config_text
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.aggregate import (
@@ -90,6 +91,14 @@ def reverify(
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Re-score only the first N rollouts.")
     ] = None,
+    judge_failed_only: Annotated[
+        bool,
+        typer.Option(
+            "--judge-failed-only",
+            help="Recovery: copy the rollouts to the output and re-score only the run's judge failures "
+            "(<rollouts stem>_failures.jsonl).",
+        ),
+    ] = False,
     config: ConfigOpt = None,
     resources_server: ResourcesServerOpt = None,
     model_type: ModelTypeOpt = None,
@@ -104,7 +113,8 @@ def reverify(
     Each materialized row plus its stored response goes straight to the resources server's /verify.
     """
     known = [*CONFIG_OPTION_NAMES, "--inputs", "--rollouts", "--output", "--concurrency", "--resume",
-             "--overwrite", "--force", "--disable-aggregation", "--log-dir", "--limit"]  # fmt: skip
+             "--overwrite", "--force", "--disable-aggregation", "--log-dir", "--limit",
+             "--judge-failed-only"]  # fmt: skip
     overrides = split_overrides(ctx.args, known)
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
@@ -116,6 +126,7 @@ def reverify(
         inputs=inputs, rollouts=rollouts, output=output, concurrency=concurrency, resume=resume,
         overwrite=overwrite, force=force, disable_aggregation=disable_aggregation,
         read_files=read_files(cfg), limit=limit,
+        judge_failed_only=judge_failed_only or config_flag(cfg, "judge_failed_only"),
     )  # fmt: skip
     # Before any server starts: either name may be written (unsafe_* when an environment is not stateless).
     guard_reverify_outputs(settings, output_path(settings, False), output_path(settings, True))

@@ -8,7 +8,9 @@ is prefixed ``unsafe_``. Failures and resume behave as in collection: a failure 
 
 No output may be one of the inputs: re-scoring ``--rollouts R`` into ``-o R`` is refused before anything
 is touched (rollouts whose re-verification failed would otherwise be lost from R); write elsewhere.
-``limit`` re-scores only the first N rollouts of the rollouts file (in its order).
+``limit`` re-scores only the first N rollouts of the rollouts file (in its order). ``judge_failed_only``
+seeds the output with the rollouts (each key once) and re-scores only the judge failures of the run's
+failures sidecar (each key once; a key already in the output is skipped), the first ``limit`` of them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from rewardgym.collect.aggregate import (
     write_aggregate_metrics,
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats, Pending
-from rewardgym.collect.failures import AttemptFailure, RetryPolicy
+from rewardgym.collect.failures import AttemptFailure, FailureClass, RetryPolicy
 from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.resume import PriorRun, key_of, load_prior_run
 from rewardgym.collect.runlock import run_lock
@@ -57,6 +59,10 @@ class ReverifySettings:
     overwrite: bool = False
     force: bool = False
     disable_aggregation: bool = False
+    judge_failed_only: bool = False
+    """Recovery (NeMo Gym's ``--judge-failed-only``): the output is seeded with the rollouts as they are, and
+    only the run's judge failures (``<rollouts stem>_failures.jsonl`` rows of class ``judge_failed``, which
+    keep their response) are re-scored and appended."""
     limit: int | None = None
     """Re-verify only the first N rollouts of ``rollouts`` (NeMo Gym's ``--limit``; rows already done by a
     resumed run count against it)."""
@@ -143,6 +149,41 @@ def _load_responses(path: Path) -> dict[tuple[int, int], Any]:
     return responses
 
 
+def _seed_successes(rollouts: Path, output: Path, present: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Append every rollout whose key is not yet in ``output`` to it (flushed, so a crash keeps them);
+    the keys now in the output."""
+    seeded = set(present)
+    with JsonlAppender(output) as appender:
+        for number, row in iter_jsonl(rollouts, what="Rollouts file"):
+            key = key_of(row, f"{rollouts}:{number}")
+            if key not in seeded:
+                seeded.add(key)
+                appender.write(row)
+    return seeded
+
+
+def _judge_failures(failures: Path, skip: set[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+    """Key → stored response of each judge failure of the sidecar (first record per key; keys in ``skip``
+    left out). A judge failure without a response (a sidecar written before responses were kept) is an
+    error naming the line: it cannot be re-scored without inference."""
+    found: dict[tuple[int, int], Any] = {}
+    if not failures.exists():
+        return found
+    for number, row in iter_jsonl(failures, what="Failures file"):
+        if row.get(keys.FAILURE_CLASS) != FailureClass.JUDGE_FAILED.value:
+            continue
+        key = key_of(row, f"{failures}:{number}")
+        if key in skip or key in found:
+            continue
+        if keys.RESPONSE not in row:
+            raise DataError(
+                f"{failures}:{number}: judge failure without a stored response; re-collect it with "
+                "'gym eval run --resume --retry-failed'"
+            )
+        found[key] = row[keys.RESPONSE]
+    return found
+
+
 def _payloads(inputs: Path, responses: Mapping[tuple[int, int], Any], prior: PriorRun) -> Iterator[Pending]:
     for number, row in iter_jsonl(inputs, what="Materialized inputs"):
         key = key_of(row, f"{inputs}:{number}")
@@ -183,10 +224,15 @@ async def _reverify(
     if settings.overwrite and not settings.resume:
         for path in outputs.stale():
             path.unlink(missing_ok=True)
-    responses = _load_responses(settings.rollouts)
-    if settings.limit is not None:  # the first N of the rollouts file, as NeMo Gym counts them
-        responses = dict(list(responses.items())[: settings.limit])
     prior = load_prior_run(outputs) if settings.resume else PriorRun()
+    if settings.judge_failed_only:
+        prior.done |= _seed_successes(settings.rollouts, outputs.rollouts, prior.done)
+        responses = _judge_failures(RunOutputs(settings.rollouts).failures, prior.done)
+        out.write(f"Recovery: {len(responses)} judge-failed rollout(s) to re-score\n")
+    else:
+        responses = _load_responses(settings.rollouts)
+    if settings.limit is not None:  # the first N, as NeMo Gym counts them
+        responses = dict(list(responses.items())[: settings.limit])
     results = JsonlAppender(outputs.rollouts)
     failures = JsonlAppender(outputs.failures)
 
