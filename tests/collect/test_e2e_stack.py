@@ -82,6 +82,18 @@ def test_run_then_reverify_reproduces_rewards(tmp_path: Path, upstream: Threaded
     rescored = _rows(tmp_path / "out" / "rescored.jsonl")
     assert {key(r): r["reward"] for r in rescored} == expected
 
+    # ATIF: the rollouts exported as trajectories re-score to the same rewards (the responses rebuilt)
+    exported = _gym("eval", "export", "--rollouts", "out/rollouts.jsonl", "--format", "atif", cwd=tmp_path)
+    assert exported.returncode == 0 and "(15 trajectories)" in exported.stdout, exported.stderr
+    from_atif = _gym(
+        "eval", "reverify", "--config", "stack.yaml", *model, "--disable-aggregation",
+        "--inputs", "out/rollouts_materialized_inputs.jsonl", "--rollouts", "out/rollouts_atif.jsonl",
+        "-o", "out/from_atif.jsonl",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert from_atif.returncode == 0, from_atif.stdout + from_atif.stderr
+    assert {key(r): r["reward"] for r in _rows(tmp_path / "out" / "from_atif.jsonl")} == expected
+
     # --limit N: only the first N rollouts of the rollouts file (NeMo Gym's flag)
     first = _gym(
         "eval", "reverify", "--config", "stack.yaml", *model, "--limit", "4",

@@ -8,9 +8,11 @@ is prefixed ``unsafe_``. Failures and resume behave as in collection: a failure 
 
 No output may be one of the inputs: re-scoring ``--rollouts R`` into ``-o R`` is refused before anything
 is touched (rollouts whose re-verification failed would otherwise be lost from R); write elsewhere.
-``limit`` re-scores only the first N rollouts of the rollouts file (in its order). ``judge_failed_only``
-seeds the output with the rollouts (each key once) and re-scores only the judge failures of the run's
-failures sidecar (each key once; a key already in the output is skipped), the first ``limit`` of them.
+The rollouts may also be ATIF trajectories (``gym eval export --format atif``): each response is rebuilt
+from the trajectory's steps. ``limit`` re-scores only the first N rollouts of the rollouts file (in its
+order). ``judge_failed_only`` seeds the output with the rollouts (each key once) and re-scores only the
+judge failures of the run's failures sidecar (each key once; a key already in the output is skipped), the
+first ``limit`` of them.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from rewardgym.config import GymConfig
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import JsonlAppender, iter_jsonl
 from rewardgym.io.outputs import guard_outputs
-from rewardgym.protocol import keys
+from rewardgym.protocol import atif, keys
 
 RESOURCES_KIND: Final = "resources_servers"
 AGENTS_KIND: Final = "responses_api_agents"
@@ -138,8 +140,16 @@ async def reverify_modes(urls: Mapping[str, str]) -> dict[str, str]:
 
 
 def _load_responses(path: Path) -> dict[tuple[int, int], Any]:
+    """Key → stored response of every rollout of ``path``; a line that is an ATIF trajectory (``gym eval
+    export --format atif``) gives the response rebuilt from its steps (:mod:`rewardgym.protocol.atif`)."""
     responses: dict[tuple[int, int], Any] = {}
     for number, row in iter_jsonl(path, what="Rollouts file"):
+        if atif.is_trajectory(row):
+            key = atif.key_of_trajectory(row, f"{path}:{number}")
+            if key in responses:
+                raise DataError(f"{path}:{number}: duplicate rollout key {key[0]}:{key[1]}")
+            responses[key] = atif.response_of(row)
+            continue
         key = key_of(row, f"{path}:{number}")
         if key in responses:
             raise DataError(f"{path}:{number}: duplicate rollout key {key[0]}:{key[1]}")
