@@ -22,6 +22,7 @@ PACKAGE = REPO_ROOT / "src" / "rewardgym"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors",),
+    ("stats",),  # the posterior model and the tests every decision uses: numpy and scipy only
     ("protocol", "registry"),
     ("io",),
     ("config",),

@@ -7,7 +7,7 @@ adaptive repeats alike, so an undecided task counts as what its outcomes show).
 
 1. **Accuracy curve, in process.** Each seed draws the tasks' p and 64 outcomes per task; fixed k repeats
    read the first k, the adaptive run reads as many as the collector's own rule gives it
-   (:mod:`rewardgym.metrics.adaptive`: the prior fitted per round, the settled test, the allocation with
+   (:mod:`rewardgym.stats.adaptive`: the prior fitted per round, the settled test, the allocation with
    its caps) — the same outcomes for both, so the comparison is paired and a difference is not sampling
    noise. Accuracies are averaged over ``--seeds``. For fixed 8 and
    fixed 16 the script finds the cheapest adaptive settings (over a grid of ``--adaptive-max`` and
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.stubs.bernoulli_agent import reward, start_bernoulli_agent  # noqa: E402
 
-from rewardgym.metrics.adaptive import AdaptivePolicy, allocate, fit_prior, unsettled  # noqa: E402
+from rewardgym.stats.adaptive import AdaptivePolicy, allocate, fit_prior, unsettled  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ def end_to_end(spread: Spread, tasks: int) -> None:
             )
             if label == "adaptive":
                 for line in text.splitlines():
-                    if line.startswith(("Adaptive", "Materialized inputs")):
+                    if line.startswith(("Adaptive", "Materialized inputs", "  What it costs")):
                         print(f"           {line}")
                 code, text, wall = _gym(
                     ["eval", "profile", "--inputs", str(out.with_name("rollouts_materialized_inputs.jsonl")),
@@ -233,6 +233,10 @@ def end_to_end(spread: Spread, tasks: int) -> None:
                 )  # fmt: skip
                 profiled = len(out.with_name("rollouts_reward_profiling.jsonl").read_bytes().splitlines())
                 print(f"           gym eval profile: exit {code}, {profiled} per-task rows, {wall:.1f} s")
+                for line in text.splitlines():
+                    if line.startswith(("Adaptive run", "Mean reward")):
+                        print(f"           {line}")
+                print(f"           true mean pass rate of these tasks: {p.mean():.4f}")
                 if code != 0:
                     raise SystemExit(text)
 

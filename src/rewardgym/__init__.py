@@ -1,7 +1,8 @@
 """rewardgym: measure how often an LLM policy succeeds on each task of a verifiable environment.
 
-The public facade. Internals live in sub-packages, one per concept (``protocol``, ``config``, ``io``,
-``servers``, ``models``, ``agents``, ``environments``, ``collect``, ``profile``, ``cli``); data flows one way:
+The public facade. Internals live in sub-packages, one per concept (``stats``, ``protocol``, ``config``,
+``io``, ``servers``, ``models``, ``agents``, ``environments``, ``collect``, ``profile``, ``cli``); data flows
+one way:
 config → servers; rows → collector → rollouts → profiler → reports.
 
 ``__version__`` is looked up in the installed package metadata on first access only (``importlib.metadata``

@@ -26,7 +26,7 @@ def test_analyze_writes_every_file_and_prints_the_summary(tmp_path: Path) -> Non
     run = cli("eval", "analyze", "--inputs", str(inputs), "--rollouts", str(rollouts), "--no-report")
     assert run.returncode == 0, run.stderr
     assert (
-        "Tasks by pass rate (3 tasks, Jeffreys 95 %): "
+        "Tasks by pass rate (3 tasks; settled: ≥ 95 % posterior in the band): "
         "0 % 1 (0 settled), (40–60 %] 1 (0 settled), 100 % 1 (0 settled)" in run.stdout
     )
     assert "GRPO: informative groups at G=8:" in run.stdout

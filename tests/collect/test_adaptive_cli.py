@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from rewardgym.cli.main import main
-from rewardgym.metrics.adaptive import AdaptivePolicy
+from rewardgym.stats.adaptive import AdaptivePolicy
 from tests.collect.test_adaptive_run import P_SPREAD, _check_exact, _input, _keys, _settled_or_capped
 from tests.stubs.bernoulli_agent import BernoulliAgent, start_bernoulli_agent
 from tests.stubs.processes import gym_environ, poll

@@ -27,7 +27,8 @@ def brute_pass_at_k(values: list[int], k: int) -> float:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 1), min_size=1, max_size=6), min_size=1, max_size=5))
+@given(st.integers(1, 6).flatmap(lambda n: st.lists(st.lists(st.integers(0, 1), min_size=n, max_size=n),
+                                                     min_size=1, max_size=5)))  # fmt: skip
 def test_pass_at_k_is_the_unbiased_estimator(tasks: list[list[int]]) -> None:
     metrics, _ = pass_majority_metrics([rows([float(v) for v in t]) for t in tasks])
     for k in range(1, max(len(t) for t in tasks) + 1):
@@ -36,6 +37,44 @@ def test_pass_at_k_is_the_unbiased_estimator(tasks: list[list[int]]) -> None:
         assert math.isclose(metrics[f"pass@{k}/accuracy"], expected, abs_tol=1e-9)
         avg = 100 * statistics.fmean(statistics.fmean(t[:k]) for t in eligible)
         assert math.isclose(metrics[f"pass@1[avg-of-{k}]/accuracy"], avg, abs_tol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 1), min_size=1, max_size=6), min_size=2, max_size=6))
+def test_unequal_repeats_count_every_task_at_every_k_and_grow_with_k(tasks: list[list[int]]) -> None:
+    if len({len(t) for t in tasks}) == 1:
+        tasks = [*tasks, [1] * (len(tasks[0]) + 1)]  # make the repeats unequal
+    metrics, _ = pass_majority_metrics([rows([float(v) for v in t]) for t in tasks])
+    top = max(len(t) for t in tasks)
+    values = [metrics[f"pass@{k}/accuracy"] for k in range(1, top + 1)]
+    assert all(0 <= v <= 100 for v in values)
+    assert all(b >= a - 1e-9 for a, b in itertools.pairwise(values))
+    for k in range(1, top + 1):
+        observed = metrics[f"pass@{k}/accuracy/tasks_with_k_rollouts"]
+        assert observed == sum(1 for t in tasks if len(t) >= k)
+        # pass@1 and every avg-of-k are the same number: the mean pass probability
+        assert math.isclose(metrics[f"pass@1[avg-of-{k}]/accuracy"], values[0], rel_tol=1e-12)
+    # the tasks-behind-it counts are not headline metrics
+    assert not any(key.endswith("tasks_with_k_rollouts") for key in highest_k_metrics(metrics, "pass@{k}"))
+
+
+def test_unequal_repeats_of_an_adaptive_run_match_the_truth() -> None:
+    import numpy as np
+
+    from rewardgym.stats.adaptive import AdaptivePolicy
+    from rewardgym.stats.simulate import POOLS, adaptive_run
+
+    rng = np.random.default_rng(3)
+    p = POOLS["balanced"].draw(rng, 1500)
+    outcomes = rng.random((1500, 16)) < p[:, None]
+    n = adaptive_run(p, AdaptivePolicy(), rng, outcomes).blocks.n
+    metrics, _ = pass_majority_metrics([rows([float(x) for x in outcomes[t, : n[t]]]) for t in range(1500)])
+    for k in (1, 4, 16):
+        truth = 100 * float(np.mean(1 - (1 - p) ** k))
+        # per task 1 − (1 − p)^k has sd ≤ 0.5: 3 standard errors over 1500 tasks ≈ 3.9 points
+        assert metrics[f"pass@{k}/accuracy"] == pytest.approx(truth, abs=2.0)
+    # the old rule (tasks with >= 16 rollouts only) read far below the truth here
+    assert metrics["pass@16/accuracy/tasks_with_k_rollouts"] < 1500
 
 
 def test_non_binary_scores_use_max_of_first_k() -> None:

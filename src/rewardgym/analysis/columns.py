@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
+
 HashArray = npt.NDArray[np.uint64]
 
 

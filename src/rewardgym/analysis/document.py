@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from rewardgym.analysis.columns import RolloutColumns, task_segments
+from rewardgym.analysis.design import ADAPTIVE_LABEL, FIXED_LABEL, adaptive_policy, design_estimates
 from rewardgym.analysis.grpo import (
     DEFAULT_GROUP_SIZES,
     DEFAULT_TARGET,
@@ -23,7 +24,14 @@ from rewardgym.analysis.grpo import (
 )
 from rewardgym.analysis.health import Health, health_checks
 from rewardgym.analysis.length import length_analysis, task_tokens_per_solve
-from rewardgym.analysis.uncertainty import CONFIDENCE, DEFAULT_EPSILON, TaskPasses, band_table, task_passes
+from rewardgym.analysis.uncertainty import (
+    CONFIDENCE,
+    DEFAULT_EPSILON,
+    TaskPasses,
+    band_table,
+    pass_counts,
+    task_passes,
+)
 from rewardgym.profile import BAND_LABELS
 
 SCHEMA_VERSION = 1
@@ -87,17 +95,22 @@ def _grpo(forecast: Forecast, passes: TaskPasses, settings: Settings) -> dict[st
     observed_extreme = (passes.band == 0) | (passes.band == 6)
     filters = {"all": None, "drop_settled_0_100": ~settled_extreme, "drop_observed_0_100": ~observed_extreme}
     groups = []
+    share_range = forecast.share_range(settings.default_group)
     for size in settings.group_sizes:
         row: dict[str, Any] = {"group_size": size}
         for name, keep in filters.items():
             row[name] = _share(forecast.informative_share(size, keep))
         groups.append(row)
     return {
-        "method": "binary tasks: E[p^G + (1-p)^G] under Beta(s+1/2, n-s+1/2); others: plug-in sum_v f_v^G",
+        "method": "binary tasks: E[p^G + (1-p)^G] under each task's posterior given the pool's fitted "
+                  "prior (weights on p = 0, a grid in between and p = 1, maximum marginal likelihood); "
+                  "others: plug-in sum_v f_v^G",
+        "prior": forecast.prior.as_dict(),
         "binary_tasks": int(np.count_nonzero(forecast.binary & (passes.n > 0))),
         "plugin_tasks": int(np.count_nonzero(~forecast.binary & (passes.n > 0))),
         "default_group_size": settings.default_group,
         "informative_share_default": _share(forecast.informative_share(settings.default_group)),
+        "informative_share_default_range": None if share_range is None else [_share(v) for v in share_range],
         "tasks_kept": {
             name: int(np.count_nonzero((passes.n > 0) if keep is None else keep & (passes.n > 0)))
             for name, keep in filters.items()
@@ -107,6 +120,18 @@ def _grpo(forecast: Forecast, passes: TaskPasses, settings: Settings) -> dict[st
         "smallest_group_size": {name: forecast.smallest_group(settings.target_share, keep)
                                 for name, keep in filters.items()},
     }  # fmt: skip
+
+
+def _overall(passes: TaskPasses, passed: np.ndarray, counted: np.ndarray, *, adaptive: bool) -> float | None:
+    """The run's pass rate: pooled over rollouts for a fixed design (each task weighs its repeats); for an
+    adaptive run the mean of the tasks' unbiased estimates (pooling would weigh tasks by how long the
+    rule kept them, and their s / n is biased)."""
+    if not counted.any():
+        return None
+    if not adaptive:
+        return float(passed.sum() / counted.sum())
+    rates = passes.rate[~np.isnan(passes.rate)]
+    return float(rates.mean()) if rates.shape[0] else None
 
 
 def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts | None = None) -> Analysis:
@@ -119,11 +144,15 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
     counted = ~columns.masked & np.isfinite(columns.reward)
     with np.errstate(invalid="ignore"):
         passed = counted & (columns.reward >= settings.pass_threshold)
-    passes = task_passes(task_ids, starts, counted, passed, epsilon=settings.settle_epsilon,
-                         confidence=settings.confidence)  # fmt: skip
     binary = binary_tasks(starts, counted, columns.reward)
     owner, freq = value_frequencies(task_pos, counted, columns.reward)
-    forecast = Forecast(passes.n, passes.passes, binary, owner, freq)
+    policy = adaptive_policy(facts.run_file)
+    estimate = design_estimates(policy, task_pos, len(task_ids), columns.rollout, counted, passed,
+                                settings.pass_threshold)  # fmt: skip
+    forecast = Forecast(*pass_counts(starts, counted, passed), binary, owner, freq)
+    passes = task_passes(task_ids, starts, counted, passed, epsilon=settings.settle_epsilon,
+                         confidence=settings.confidence, estimate=estimate,
+                         prior=forecast.prior)  # fmt: skip
     cut = columns.cut_off
     length = length_analysis(task_pos, counted, columns.reward, passed, columns.output_tokens, cut)
     mean_tokens, per_solve = task_tokens_per_solve(
@@ -169,10 +198,15 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
             "run_file": facts.run_file,
         },
         "uncertainty": {
+            "design": "fixed" if policy is None else "adaptive",
+            "estimate": FIXED_LABEL if policy is None else ADAPTIVE_LABEL,
             "interval": "Jeffreys, Beta(s+1/2, n-s+1/2); lower 0 when s=0, upper 1 when s=n",
+            "settled_rule": "P(p in the task's band | its rollouts, the pool's fitted prior) >= "
+            f"{settings.confidence}",
+            "prior": passes.prior.as_dict(),
             "tasks": int(np.count_nonzero(passes.n > 0)),
             "settled": int(np.count_nonzero(passes.settled)),
-            "pass_rate_overall": float(passed.sum() / counted.sum()) if counted.any() else None,
+            "pass_rate_overall": _overall(passes, passed, counted, adaptive=policy is not None),
             "bands": [
                 {"band": label, "tasks": t, "settled": s}
                 for label, (t, s) in zip(BAND_LABELS, bands, strict=True)
@@ -189,6 +223,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
             "low": passes.low,
             "high": passes.high,
             "band": passes.band,
+            "band_probability": passes.band_probability,
             "settled": passes.settled,
             "binary": binary,
             "p_all_equal_default_group": p_equal,
@@ -209,6 +244,11 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
             "tool_calls": columns.tool_calls,
         },
     }
+    if policy is not None:  # what the rollouts show, beside the estimate the design allows
+        with np.errstate(invalid="ignore", divide="ignore"):
+            document["per_task"]["observed_pass_rate"] = np.where(
+                passes.n > 0, passes.passes / np.maximum(passes.n, 1), np.nan
+            )
     return Analysis(
         document, passes, health, forecast, task_pos, passed, counted, mean_tokens, per_solve, p_equal
     )

@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 
 from rewardgym.analysis.check_ids import TASK_CHECKS
-from rewardgym.analysis.columns import BoolArray, IntArray, RolloutColumns
+from rewardgym.analysis.columns import RolloutColumns
 from rewardgym.analysis.findings import Finding, dataset_findings
+from rewardgym.stats.arrays import BoolArray, IntArray
 
 DETAILS: dict[str, dict[str, Any]] = {
     "rollout_duplicate_identity": {},

@@ -24,10 +24,19 @@ def _share(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f} %"
 
 
+def _design_note(uncertainty: dict[str, Any]) -> str:
+    if uncertainty.get("design") != "adaptive":
+        return ""
+    return (
+        " Adaptive run: each task's pass rate is the estimate unbiased under the run's stopping rule"
+        " (its s / n is pulled toward ½); noisier than fixed repeats' — see docs/decide.md."
+    )
+
+
 def bands_section(doc: dict[str, Any]) -> str:
     bands = doc["uncertainty"]["bands"]
     chart = bar_chart(
-        "bands", "Tasks per pass-rate band; the darker part is settled (95 % interval inside the band)",
+        "bands", "Tasks per pass-rate band; the darker part is settled (≥ 95 % posterior in the band)",
         [b["band"] for b in bands], [b["tasks"] for b in bands], highlight=[b["settled"] for b in bands],
         y_label="tasks", x_label="pass-rate band",
     )  # fmt: skip
@@ -40,9 +49,10 @@ def bands_section(doc: dict[str, Any]) -> str:
     return (
         "<h2>Pass rates and their uncertainty</h2><p class=muted>Pass: reward ≥"
         f" {doc['settings']['pass_threshold']}."
-        f" {u['settled']:,} of {u['tasks']:,} tasks settled (Jeffreys 95 % interval inside their"
-        " band; point bands"
-        f" widened by {doc['settings']['settle_epsilon']}).</p><div class=grid2>{chart}<table><tr>"
+        f" {u['settled']:,} of {u['tasks']:,} tasks settled (at least 95 % of the task's posterior, under"
+        " the prior fitted to this run's tasks, inside its band; point bands"
+        f" widened by {doc['settings']['settle_epsilon']}).{_design_note(u)}</p><div class=grid2>{chart}"
+        "<table><tr>"
         "<th>band</th>"
         f"<th class=num>tasks</th><th class=num>settled</th></tr>{rows}</table></div>"
     )
@@ -119,8 +129,9 @@ def length_section(doc: dict[str, Any], analysis: Analysis) -> str:
         ("tasks with passing and failing rollouts", _num(w["tasks"])),
         ("median (passing − failing) output tokens within a task", _num(w["median_difference"], 1)),
         ("Wilcoxon signed-rank p", _num(w["wilcoxon_p"], 4)),
-        ("Spearman, pooled", _num(sp["pooled"], 3)),
+        ("Spearman, pooled (description: rollouts of a task are not independent)", _num(sp["pooled"], 3)),
         ("Spearman, within task", _num(sp["within_task"], 3)),
+        ("within-task permutation p", _num(sp["within_task_p"], 4)),
     ]
     table = "".join(f"<tr><td>{k}</td><td class=num>{v}</td></tr>" for k, v in facts)
     return (

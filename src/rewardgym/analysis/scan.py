@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 import orjson
 
-from rewardgym.analysis.columns import IntArray, RolloutColumns, key_order
+from rewardgym.analysis.columns import RolloutColumns, key_order
 from rewardgym.analysis.extract import RECORD, agent_names, layout_record, pack_row
 from rewardgym.errors import DataError
 from rewardgym.profile.read.chunks import RowHook
+from rewardgym.stats.arrays import IntArray
 
 PARALLEL_FROM = 64 << 20
 """Files at least this large are read by worker processes."""

@@ -8,11 +8,20 @@ Contract (pure; numpy in, numpy out):
 - per task: ``n`` counted rollouts, ``s`` passes, ``rate = s / n`` and the 95 % Jeffreys interval: the
   2.5 % and 97.5 % quantiles of Beta(s + ½, n − s + ½), with the usual boundary rule (lower = 0 when
   s = 0, upper = 1 when s = n — Brown, Cai & DasGupta 2001);
-- ``band``: the index in :data:`rewardgym.profile.BAND_LABELS` of the rate (0 %, (0–20 %], …, (80–100 %),
-  100 %), the bands of the profile summary;
-- ``settled``: the interval lies inside the band. The two point bands are widened by ``epsilon``
-  (default 0.05): a task is settled at 0 % when s = 0 and the upper bound ≤ ε, at 100 % when s = n and
-  the lower bound ≥ 1 − ε (an interval never lies inside a single point);
+- ``rate``: the task's pass-rate estimate — s / n for a fixed design; for an adaptive run the caller
+  passes the Rao–Blackwell estimate (:mod:`rewardgym.stats.sequential`), unbiased under its stopping rule;
+- ``band``: the index in :data:`rewardgym.profile.BAND_LABELS` of the rate (0 %, (0–20 %], …,
+  (80–100 %), 100 %), the bands of the profile summary;
+- ``band_probability``: P(p in that band | the task's rollouts) under the pool's fitted prior
+  (:mod:`rewardgym.stats.posterior`), the two point bands widened by ``epsilon`` (default 0.05: 0 % is
+  p ≤ ε, 100 % is p ≥ 1 − ε);
+- ``settled``: ``band_probability ≥ confidence``, under the fitted prior and under every prior the data
+  cannot rule out (the least favourable: :func:`settled_by_posterior`). Whether more rollouts could
+  still move a task out of its band depends on how the pool's tasks spread, which only the fitted prior
+  knows (0 of 8 is settled at 0 % in a pool where such tasks are never solved, not in one where they are
+  merely hard). The
+  Jeffreys interval stays the right *interval* for one task on its own (it is calibrated);
+  :func:`settled_in_band` (the interval inside the band) is kept for callers that want that rule;
 - tasks with ``n == 0`` have NaN rate and interval, band -1 and are not settled.
 """
 
@@ -22,8 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
-from rewardgym.profile.compute.special import ufuncs
+from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
+from rewardgym.stats.posterior import TaskPosterior, posterior
+from rewardgym.stats.prior import GridPrior, Prior, fit_pool_prior, fit_priors
+from rewardgym.stats.special import ufuncs
 
 CONFIDENCE = 0.95
 EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -39,10 +50,14 @@ class TaskPasses:
     n: IntArray
     passes: IntArray
     rate: FloatArray
+    """The pass-rate estimate (s / n for a fixed design; see module doc)."""
     low: FloatArray
     high: FloatArray
     band: IntArray
+    band_probability: FloatArray
     settled: BoolArray
+    prior: GridPrior | Prior
+    """The pool's fitted prior the posterior numbers come from."""
 
 
 def pass_counts(task_starts: IntArray, counted: BoolArray, passed: BoolArray) -> tuple[IntArray, IntArray]:
@@ -96,6 +111,64 @@ def settled_in_band(
     return np.asarray(inside & (band >= 0), dtype=np.bool_)
 
 
+def band_probabilities(post: TaskPosterior, epsilon: float = DEFAULT_EPSILON) -> FloatArray:
+    """P(p in each band) per task (tasks × 7), the point bands widened by ``epsilon``: 0 % is p ≤ ε,
+    100 % is p ≥ 1 − ε (so they overlap their neighbours; each entry is that band's own probability)."""
+    edge = {x: post.cdf(x) for x in (epsilon, *EDGES[1:-1], 1.0 - epsilon)}
+    columns = [
+        edge[epsilon],
+        edge[EDGES[1]] - post.w0,
+        edge[EDGES[2]] - edge[EDGES[1]],
+        edge[EDGES[3]] - edge[EDGES[2]],
+        edge[EDGES[4]] - edge[EDGES[3]],
+        1.0 - edge[EDGES[4]] - post.w1,
+        1.0 - edge[1.0 - epsilon],
+    ]
+    return np.asarray(np.clip(np.column_stack(columns), 0.0, 1.0), dtype=np.float64)
+
+
+PLAUSIBLE_CHECKED = 40
+"""At most this many priors of the likelihood-ratio region are checked for "settled" (evenly spaced)."""
+
+
+def settled_by_posterior(
+    band: IntArray,
+    n: IntArray,
+    s: IntArray,
+    prior: GridPrior | Prior,
+    epsilon: float = DEFAULT_EPSILON,
+    confidence: float = CONFIDENCE,
+) -> tuple[FloatArray, BoolArray]:
+    """``(P(p in the task's band), settled)`` per task (band -1: NaN, not settled).
+
+    The probability is the task's posterior under ``prior``; "settled" asks it of every prior the data
+    cannot rule out as well (:class:`rewardgym.stats.prior.PriorFit`, up to :data:`PLAUSIBLE_CHECKED`):
+    a pool prior fitted to a few hundred tasks is itself uncertain, and the posterior of the single best
+    fit settled 5–17 % of tasks outside their band in the calibration suite."""
+    if band.shape[0] == 0:
+        return np.zeros(0, np.float64), np.zeros(0, np.bool_)
+    column = np.clip(band, 0, 6)
+    # everything once per distinct (n, s, band): few of them, however many tasks
+    base = int(n.max(initial=0)) + 1
+    _, first, inverse = np.unique((n * base + s) * 7 + column, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    keys = np.stack([n[first], s[first], column[first]], axis=1)
+    rows = np.arange(keys.shape[0])
+    own = band_probabilities(posterior(keys[:, 0], keys[:, 1], prior), epsilon)[rows, keys[:, 2]]
+    probability = np.where(band >= 0, own[inverse], np.nan)
+    plausible = prior.fit.plausible if isinstance(prior, GridPrior) else fit_priors(n, s).plausible
+    pick = np.unique(
+        np.linspace(0, plausible.shape[0] - 1, min(plausible.shape[0], PLAUSIBLE_CHECKED)).astype(int)
+    )
+    floor = own.copy()
+    for never, always, a, b in plausible[pick].tolist():
+        table = band_probabilities(posterior(keys[:, 0], keys[:, 1], Prior(never, always, a, b)), epsilon)
+        floor = np.minimum(floor, table[rows, keys[:, 2]])
+    with np.errstate(invalid="ignore"):
+        settled = (floor[inverse] >= confidence) & (band >= 0)
+    return np.asarray(probability, dtype=np.float64), np.asarray(settled, dtype=np.bool_)
+
+
 def task_passes(
     task: IntArray,
     task_starts: IntArray,
@@ -104,22 +177,46 @@ def task_passes(
     *,
     epsilon: float = DEFAULT_EPSILON,
     confidence: float = CONFIDENCE,
+    estimate: FloatArray | None = None,
+    prior: GridPrior | Prior | None = None,
 ) -> TaskPasses:
-    """Everything of section 1 per task (see module doc)."""
+    """Everything of section 1 per task (see module doc). ``estimate`` replaces s / n (adaptive runs);
+    ``prior`` is the pool's fitted prior (fitted to these counts when not given)."""
     n, s = pass_counts(task_starts, counted, passed)
+    return numbers_from_counts(
+        task, n, s, epsilon=epsilon, confidence=confidence, estimate=estimate, prior=prior
+    )
+
+
+def numbers_from_counts(
+    task: IntArray,
+    n: IntArray,
+    s: IntArray,
+    *,
+    epsilon: float = DEFAULT_EPSILON,
+    confidence: float = CONFIDENCE,
+    estimate: FloatArray | None = None,
+    prior: GridPrior | Prior | None = None,
+) -> TaskPasses:
+    """:func:`task_passes` from per-task counts (profiles and selections have no columns)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+        observed = np.where(n > 0, s / np.maximum(n, 1), np.nan)
+    rate = observed if estimate is None else np.where(n > 0, estimate, np.nan)
     low, high = jeffreys(n, s, confidence)
     band = band_of(rate)
+    prior = prior if prior is not None else fit_pool_prior(n, s)
+    probability, settled = settled_by_posterior(band, n, s, prior, epsilon, confidence)
     return TaskPasses(
         task=task,
         n=n,
         passes=s,
-        rate=rate.astype(np.float64),
+        rate=np.asarray(rate, dtype=np.float64),
         low=low,
         high=high,
         band=band,
-        settled=settled_in_band(band, low, high, epsilon),
+        band_probability=probability,
+        settled=settled,
+        prior=prior,
     )
 
 
@@ -130,3 +227,39 @@ def band_table(passes: TaskPasses) -> list[tuple[int, int]]:
         inside = passes.band == band
         table.append((int(np.count_nonzero(inside)), int(np.count_nonzero(inside & passes.settled))))
     return table
+
+
+SETTLE_LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+"""More rollouts :func:`repeats_to_settle` tries (beyond the last: "more than 1,024")."""
+
+
+def repeats_to_settle(
+    n: IntArray,
+    s: IntArray,
+    prior: GridPrior | Prior,
+    epsilon: float = DEFAULT_EPSILON,
+    confidence: float = CONFIDENCE,
+) -> IntArray:
+    """Per task, how many more rollouts would settle it — the first step of :data:`SETTLE_LADDER` at
+    which the task, its extra rollouts passing at its posterior mean rate, has ≥ ``confidence`` of its
+    posterior (under ``prior``) inside the band of its new rate; 0 when it is settled already (by this
+    rule), -1 when not even 1,024 more would. A projection, not a promise: what a user can plan on."""
+    out = np.full(n.shape[0], -1, np.int64)
+    if n.shape[0] == 0:
+        return out
+    pairs, inverse = np.unique(np.stack([n, s], axis=1), axis=0, return_inverse=True)
+    pn, ps = pairs[:, 0], pairs[:, 1]
+    mean = posterior(pn, ps, prior).mean()
+    result = np.full(pn.shape[0], -1, np.int64)
+    for extra in (0, *SETTLE_LADDER):
+        open_ = result < 0
+        if not open_.any():
+            break
+        n2 = pn[open_] + extra
+        s2 = ps[open_] + np.rint(extra * mean[open_]).astype(np.int64)
+        band = band_of(s2 / np.maximum(n2, 1))
+        table = band_probabilities(posterior(n2, s2, prior), epsilon)
+        done = table[np.arange(n2.shape[0]), np.clip(band, 0, 6)] >= confidence
+        result[np.flatnonzero(open_)[done]] = extra
+    out[:] = result[inverse.reshape(-1)]
+    return out

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from rewardgym.errors import UsageError
-from rewardgym.metrics.adaptive import AdaptivePolicy
+from rewardgym.stats.adaptive import AdaptivePolicy
 
 FLAGS = [
     "--adaptive", "--adaptive-initial", "--adaptive-max", "--adaptive-budget", "--adaptive-step",
@@ -42,7 +42,10 @@ StepOpt = Annotated[
 ]
 ConfidenceOpt = Annotated[
     float | None,
-    typer.Option("--adaptive-confidence", help="Posterior probability a decision needs (default 0.95)."),
+    typer.Option(
+        "--adaptive-confidence",
+        help="Probability a decision needs (default 0.99; 0.95 with --adaptive-boundary).",
+    ),
 ]
 BoundaryOpt = Annotated[
     float | None,

@@ -81,10 +81,20 @@ def summary_lines(result: AnalyzeResult) -> list[str]:
     bands = doc["uncertainty"]["bands"]
     tasks = doc["uncertainty"]["tasks"]
     parts = [f"{b['band']} {b['tasks']} ({b['settled']} settled)" for b in bands if b["tasks"]]
-    lines.append(f"Tasks by pass rate ({tasks} tasks, Jeffreys 95 %): " + ", ".join(parts))
+    lines.append(
+        f"Tasks by pass rate ({tasks} tasks; settled: ≥ 95 % posterior in the band): " + ", ".join(parts)
+    )
+    if doc["uncertainty"]["design"] == "adaptive":
+        lines.append(
+            "Adaptive run: per-task pass rates are estimates unbiased under its stopping rule "
+            "(s / n is pulled toward 1/2 by it); they are noisier than fixed repeats' (docs/decide.md)."
+        )
     grpo = doc["grpo"]
     share = grpo["informative_share_default"]
     shown = "n/a" if share is None else f"{100 * share:.1f} %"
+    span = grpo.get("informative_share_default_range")
+    if share is not None and span is not None and span[1] - span[0] >= 0.005:
+        shown += f" (the data allow {100 * span[0]:.1f}–{100 * span[1]:.1f} %)"
     smallest = grpo["smallest_group_size"]["all"]
     lines.append(
         f"GRPO: informative groups at G={grpo['default_group_size']}: {shown}; "

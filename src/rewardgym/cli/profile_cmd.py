@@ -30,6 +30,7 @@ from rewardgym.cli.overrides import split_overrides
 from rewardgym.cli.run_files import INPUTS_HELP, ROLLOUTS_HELP
 from rewardgym.errors import UsageError
 from rewardgym.profile import BAND_LABELS, ProfileResult, profile_files, summary_lines
+from rewardgym.profile.compute.report import rates_summary
 
 if TYPE_CHECKING:
     from rewardgym.export.trackers import Target, TrackerSettings
@@ -82,10 +83,23 @@ def _flag(option: bool, overrides: dict[str, bool], key: str, name: str) -> bool
     return option if override is None else override
 
 
-def _print_summary(result: ProfileResult, seconds: float) -> None:
-    """Our addition after NeMo Gym's lines: pass-rate bands, mean reward with interval, wall time."""
+def _print_summary(result: ProfileResult, seconds: float, rollouts: Path) -> None:
+    """Our addition after NeMo Gym's lines: pass-rate bands, mean reward with interval, wall time. For an
+    adaptive run the bands and the mean come from the per-task estimates unbiased under its stopping rule
+    (each task's s / n, in the profile, is pulled toward ½ by it)."""
     console = Console(highlight=False, soft_wrap=True)
     summary = result.summary
+    adaptive = None
+    if result.task_row_count:
+        from rewardgym.analysis.design import adaptive_task_rates
+
+        adaptive = adaptive_task_rates(rollouts)
+    if adaptive is not None:
+        summary = rates_summary(adaptive[0])
+        console.print(
+            "Adaptive run: pass rates below are per-task estimates unbiased under its stopping rule "
+            "(each task's s / n in the profile is pulled toward 1/2 by it)."
+        )
     if summary.bands is not None:
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
         table.add_column("Pass rate (per-task mean reward)")
@@ -106,7 +120,7 @@ def _print_summary(result: ProfileResult, seconds: float) -> None:
         line = f"Mean reward: {summary.mean_reward:.4f}"
         if summary.interval is not None:
             low, high = summary.interval
-            line += f" (95 % CI {low:.4f} to {high:.4f}, t-interval over {summary.tasks} tasks)"
+            line += f" (95 % CI {low:.4f} to {high:.4f}, {summary.method} over {summary.tasks} tasks)"
         if summary.bands is None:
             line += "; rewards outside [0, 1], so no pass-rate bands"
         console.print(line)
@@ -176,7 +190,7 @@ def profile_command(
     assert result.paths is not None
     for line in summary_lines(result.completion, result.masked_rollouts, result.paths):
         typer.echo(line)
-    _print_summary(result, time.perf_counter() - started)
+    _print_summary(result, time.perf_counter() - started, Path(rollouts))
     if report:
         del result  # free the profile's columns: the analysis needs only the row parts ``run`` keeps
         console = Console(highlight=False, soft_wrap=True)
@@ -214,6 +228,6 @@ def _import_analysis() -> None:
     the profile forks workers again later, and a fork during an import would copy its module lock held."""
     import rewardgym.analysis.report
     import rewardgym.cli.analyze_cmd  # noqa: F401
-    from rewardgym.profile.compute.special import ufuncs
+    from rewardgym.stats.special import ufuncs
 
     ufuncs()

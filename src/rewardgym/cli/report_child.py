@@ -106,7 +106,7 @@ def profile_and_report(
         return start if fork else None
 
     def start() -> None:
-        from rewardgym.profile.compute.special import ufuncs
+        from rewardgym.stats.special import ufuncs
 
         ufuncs()  # scipy's special functions, which both processes use: loaded once, before the fork
         release_freed_memory()  # the freed parts: not a resident part of the child's copy of this process

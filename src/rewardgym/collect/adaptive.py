@@ -3,7 +3,7 @@
 Contract:
 - The first round is an ordinary materialization with ``initial`` repeats. After every round the rollouts
   file is counted per task (``n`` stored rollouts, ``s`` passes) next to the materialized rows
-  (``allocated``), and :mod:`rewardgym.metrics.adaptive` decides which tasks stay unsettled and how many
+  (``allocated``), and :mod:`rewardgym.stats.adaptive` decides which tasks stay unsettled and how many
   rollouts each gets (caps and budget included).
 - New rollouts are new materialized rows: a copy of the task's first row with the next
   ``_ng_rollout_index`` (max + 1, so each task's indices stay 0..n-1 when they were), its seed renewed with
@@ -30,8 +30,18 @@ from rewardgym.collect.materialize import repeat_row
 from rewardgym.collect.resume import key_of
 from rewardgym.errors import DataError
 from rewardgym.io.jsonl import JsonlAppender, TornLine, iter_jsonl, parse_line, repair_torn_tail
-from rewardgym.metrics.adaptive import AdaptivePolicy, Prior, allocate, classify, fit_prior, unsettled
 from rewardgym.protocol import keys
+from rewardgym.stats.adaptive import (
+    AdaptivePolicy,
+    Prior,
+    PriorFit,
+    allocate,
+    classify,
+    fit_priors,
+    unsettled,
+)
+from rewardgym.stats.design_cost import expected_cost
+from rewardgym.stats.prior import fit_prior
 
 
 @dataclass
@@ -169,7 +179,7 @@ async def run_rounds(
         else:
             count_new_rollouts(counts, rollouts, policy.pass_threshold)
         allocated, n, s = counts.arrays()
-        prior = fit_prior(n, s) if policy.boundary is None else None
+        prior = fit_priors(n, s) if policy.boundary is None else None
         open_ = unsettled(n, s, policy, prior)
         add = allocate(allocated, open_, policy)
         if not add.any():
@@ -195,7 +205,7 @@ def _summary(
     counts: TaskCounts,
     n: np.ndarray[Any, np.dtype[np.int64]],
     s: np.ndarray[Any, np.dtype[np.int64]],
-    prior: Prior | None,
+    prior: Prior | PriorFit | None,
 ) -> str:
     names = {"never": "never solved", "always": "always solved", "open": "undecided at the cap or budget"}
     if policy.boundary is not None:
@@ -205,7 +215,29 @@ def _summary(
     total = int(sum(counts.allocated.values()))
     parts = ", ".join(f"{count} {word}" for word, count in tally.items())
     fixed = policy.max_per_task * len(counts.tasks)
-    return (
+    head = (
         f"Adaptive repeats: {len(counts.tasks)} tasks ({parts}); {total} rollouts materialized "
         f"({total / max(fixed, 1):.0%} of {fixed} for {policy.max_per_task} fixed repeats)"
+    )
+    return head + "\n" + cost_sentence(policy, n, s, prior)
+
+
+def cost_sentence(
+    policy: AdaptivePolicy,
+    n: np.ndarray[Any, np.dtype[np.int64]],
+    s: np.ndarray[Any, np.dtype[np.int64]],
+    prior: Prior | PriorFit | None,
+) -> str:
+    """What the design costs against fixed repeats at its cap, expected under the run's fitted prior
+    (:func:`rewardgym.stats.design_cost.expected_cost`)."""
+    fitted = prior.best if isinstance(prior, PriorFit) else prior if prior is not None else fit_prior(n, s)
+    cost = expected_cost(fitted, policy)
+    a, f = cost.adaptive, cost.fixed
+    return (
+        f"  What it costs, expected under this run's fitted prior, against {cost.repeats} fixed repeats: "
+        f"never/sometimes/always calls {a.call_accuracy:.0%} vs {f.call_accuracy:.0%} right; per-task pass "
+        f"rates (unbiased under the stopping rule) RMSE {a.rmse:.2f} vs {f.rmse:.2f}, 95 % interval width "
+        f"{a.interval_width:.2f} vs {f.interval_width:.2f}, pass-rate band right {a.band_accuracy:.0%} vs "
+        f"{f.band_accuracy:.0%}. Adaptive runs suit the GRPO decision (and --adaptive-boundary questions), "
+        "not per-task pass rates (docs/decide.md)."
     )

@@ -28,8 +28,8 @@ from rewardgym.collect.settings import CollectSettings
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import iter_jsonl
 from rewardgym.io.outputs import atomic_writer, guard_outputs
-from rewardgym.metrics.adaptive import AdaptivePolicy
 from rewardgym.protocol import keys
+from rewardgym.stats.adaptive import AdaptivePolicy
 
 
 def _check_output_location(output: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
-from rewardgym.metrics.adaptive import AdaptivePolicy
+from rewardgym.stats.adaptive import AdaptivePolicy
 
 
 @dataclass

@@ -5,9 +5,10 @@ Contract of :func:`compare_document(runs, labels, matching, settings)`:
 - pairs: with ``against="baseline"`` every later run is compared with the first (A = run 1, B = run k);
   with ``against="previous"`` each run with the one before it. Every comparison uses the same matched
   tasks, so their numbers can be set side by side; Benjamini–Hochberg runs within each comparison;
-- per run and matched task: ``task``, ``n``, ``passes``, ``rate``, ``low`` / ``high`` (Jeffreys interval at
-  ``level``, :func:`rewardgym.analysis.uncertainty.jeffreys`) and ``band``
-  (:func:`rewardgym.analysis.uncertainty.band_of`);
+- per run and matched task: ``task``, ``n``, ``passes``, ``rate`` (the design's estimate: s / n, or for an
+  adaptive run the estimate unbiased under its stopping rule, :mod:`rewardgym.analysis.design`), ``low`` /
+  ``high`` (Jeffreys interval at ``level``, :func:`rewardgym.analysis.uncertainty.jeffreys`) and ``band``
+  (:func:`rewardgym.analysis.uncertainty.band_of` of the rate);
 - per comparison: the overall block (:mod:`.stats`), counts per transition, observed directions, the
   band-to-band matrix, and per task ``p_value``, ``q_value``, ``p_b_better`` and ``transition``.
 
@@ -26,6 +27,8 @@ from rewardgym.compare import stats
 from rewardgym.compare.match import Matching
 from rewardgym.compare.runs import RunTasks
 from rewardgym.profile import BAND_LABELS
+from rewardgym.stats.posterior import posterior
+from rewardgym.stats.prior import fit_pool_prior
 
 SCHEMA_VERSION = 1
 POWER_DELTAS = (0.01, 0.02, 0.05, 0.1)
@@ -47,6 +50,10 @@ class Settings:
 def power_sentence(overall: dict[str, Any], *, capital: bool = False) -> str:
     """What a comparison could have seen: its minimum detectable difference — for "no detectable change",
     what that statement is worth."""
+    if overall["minimum_detectable_difference"] is None:
+        text = (f"too few tasks to tell what this comparison could detect (fewer than {overall['min_tasks']} "
+                "matched tasks)")  # fmt: skip
+        return text[0].upper() + text[1:] if capital else text
     mdd = f"±{100 * overall['minimum_detectable_difference']:.1f} pp"
     power = f"{100 * overall['power']:.0f} %"
     if overall["verdict"] == "no detectable change":
@@ -64,10 +71,20 @@ def pairs(runs: int, against: str) -> list[tuple[int, int]]:
 
 def run_columns(run: RunTasks, at: np.ndarray, level: float) -> dict[str, np.ndarray]:
     n, s = run.n[at], run.passes[at]
-    rate = s / np.maximum(n, 1)
+    rate = run.estimate[at]
     low, high = jeffreys(n, s, level)
+    # what the estimate mostly rests on: every rollout of a fixed run, an adaptive run's first round
+    weight = n if run.initial is None else np.minimum(n, run.initial)
     return {"task": run.task[at], "n": n, "passes": s, "rate": rate, "low": low, "high": high,
-            "band": band_of(rate)}  # fmt: skip
+            "band": band_of(rate), "estimate_rollouts": weight}  # fmt: skip
+
+
+def _sampling_se(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+    """The no-change SE of the mean difference (:func:`rewardgym.compare.stats.sampling_se`)."""
+    n = a["n"] + b["n"]
+    s = a["passes"] + b["passes"]
+    variance = posterior(n, s, fit_pool_prior(n, s)).expectation_var()
+    return stats.sampling_se(variance, a["estimate_rollouts"], variance, b["estimate_rollouts"])
 
 
 def _comparison(
@@ -81,8 +98,14 @@ def _comparison(
     d = b["rate"] - a["rate"]
     boot = stats.paired_bootstrap(d, settings.replicates, settings.seed, settings.level)
     tasks = int(d.shape[0])
-    mdd = stats.minimum_detectable(boot.se, settings.level, settings.power, tasks)
-    power_at = {f"{delta:g}": stats.power_at(delta, boot.se, settings.level, tasks) for delta in POWER_DELTAS}
+    se0 = _sampling_se(a, b)
+    enough = tasks >= stats.MIN_TASKS
+    mdd = stats.minimum_detectable(se0, settings.level, settings.power, tasks) if enough else None
+    power_at = (
+        {f"{delta:g}": stats.power_at(delta, se0, settings.level, tasks) for delta in POWER_DELTAS}
+        if enough
+        else None
+    )
     counts = np.bincount(code, minlength=len(stats.TRANSITIONS))
     overall = {
         "mean_a": float(a["rate"].mean()), "mean_b": float(b["rate"].mean()), "diff": boot.diff,
@@ -90,7 +113,7 @@ def _comparison(
         "se": boot.se, "bootstrap_replicates": boot.replicates, "seed": settings.seed,
         "distinct_differences": boot.distinct,
         "minimum_detectable_difference": mdd, "power": settings.power,
-        "power_at": power_at,
+        "power_at": power_at, "sampling_se": se0, "min_tasks": stats.MIN_TASKS,
     }  # fmt: skip
     block = {
         "tasks": int(d.shape[0]),
@@ -119,6 +142,7 @@ def _run_entry(label: str, run: RunTasks, unmatched: dict[str, Any]) -> dict[str
         "label": label, "kind": run.kind, "path": str(run.path),
         "inputs": None if run.inputs is None else str(run.inputs),
         "tasks": int(run.task.shape[0]) + ambiguous_tasks, "counted_rollouts": run.rollouts,
+        "design": run.design,
         "unmatched_tasks": unmatched["tasks"], "unmatched_examples": unmatched["examples"],
         "ambiguous_tasks": ambiguous_tasks, "ambiguous_examples": run.ambiguous[:5],
     }  # fmt: skip

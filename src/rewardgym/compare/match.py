@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import IntArray
 from rewardgym.compare.runs import RunTasks
+from rewardgym.stats.arrays import IntArray
 
 EXAMPLES = 5
 

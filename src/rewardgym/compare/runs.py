@@ -11,6 +11,10 @@ Contract of :func:`read_run(path, inputs, how)`:
   its task keys come from its materialized inputs — ``inputs``, else the sibling
   ``<stem>_materialized_inputs.jsonl`` (as ``gym eval analyze`` finds it) — one key per task index, from
   the task's first row (the other rows of a task are skimmed, not parsed);
+- per task, ``estimate``: the pass-rate estimate of the run's design (:mod:`rewardgym.analysis.design`):
+  s / n, or for an adaptive run (its ``<stem>_run.json`` beside the file says so) the Rao–Blackwell
+  estimate, unbiased under its stopping rule — so an adaptive run compared with a fixed run of the same
+  policy shows no change;
 - errors are :class:`~rewardgym.errors.DataError` naming the file (and line): a missing file, an
   unreadable rollout line, a rollout whose task has no input row, a profile row without ``sample`` /
   ``rollout_infos``, a row without the ``--task-key`` field;
@@ -27,14 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import IntArray, task_segments
+from rewardgym.analysis.columns import task_segments
+from rewardgym.analysis.design import adaptive_policy, design_estimates
 from rewardgym.analysis.scan import scan_rollouts
 from rewardgym.analysis.sidecars import output_paths
+from rewardgym.analysis.sidecars import read_run as read_run_file
 from rewardgym.analysis.uncertainty import pass_counts
 from rewardgym.compare.identity import content_key, field_key, preview
 from rewardgym.errors import DataError
 from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import iter_jsonl, parse_line
+from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 
 PROFILE_SUFFIX = "_reward_profiling.jsonl"
 _INDEX = re.compile(rb'"_ng_task_index":\s*(-?\d+)\s*[,}]')
@@ -68,6 +75,11 @@ class RunTasks:
     """Counted rollouts of the run."""
     ambiguous: list[dict[str, Any]]
     """Groups of tasks sharing one key: ``{"tasks": [...], "shown": ...}`` (kept out of matching)."""
+    estimate: FloatArray
+    """Per task, the design's pass-rate estimate (see module doc)."""
+    design: str = "fixed"
+    initial: int | None = None
+    """Rollouts of an adaptive run's first round (what its estimate mostly rests on); None when fixed."""
 
 
 def is_profile(path: Path) -> bool:
@@ -87,9 +99,29 @@ def _require(path: Path, what: str) -> None:
         raise DataError(f"{what} '{path}' is a directory, not a JSONL file")
 
 
+@dataclass(frozen=True)
+class _Design:
+    estimate: FloatArray
+    design: str
+    initial: int | None
+
+
+def _design(
+    run_file: Path, task_pos: IntArray, tasks: int, rollout: IntArray, counted: BoolArray, passed: BoolArray,
+    n: IntArray, s: IntArray, pass_threshold: float,
+) -> _Design:  # fmt: skip
+    policy = adaptive_policy(read_run_file(run_file))
+    estimate = design_estimates(policy, task_pos, tasks, rollout, counted, passed, pass_threshold)
+    if estimate is None or policy is None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            observed = np.asarray(np.where(n > 0, s / np.maximum(n, 1), np.nan), dtype=np.float64)
+        return _Design(observed, "fixed", None)
+    return _Design(estimate, "adaptive", policy.initial)
+
+
 def _unique(
     path: Path, kind: str, inputs: Path | None, keys: list[bytes], shown: list[str], task: IntArray,
-    n: IntArray, passes: IntArray, rollouts: int,
+    n: IntArray, passes: IntArray, rollouts: int, design: _Design,
 ) -> RunTasks:  # fmt: skip
     first: dict[bytes, int] = {}
     groups: dict[bytes, list[int]] = {}
@@ -97,7 +129,8 @@ def _unique(
         if first.setdefault(key, i) != i:
             groups.setdefault(key, [first[key]]).append(i)
     if not groups:
-        return RunTasks(path, kind, inputs, keys, shown, task, n, passes, rollouts, [])
+        return RunTasks(path, kind, inputs, keys, shown, task, n, passes, rollouts, [], design.estimate,
+                        design.design, design.initial)  # fmt: skip
     ambiguous = [{"tasks": [int(task[i]) for i in at], "shown": shown[at[0]]} for at in groups.values()]
     keep = np.ones(len(keys), np.bool_)
     for at in groups.values():
@@ -114,6 +147,9 @@ def _unique(
         passes=passes[keep],
         rollouts=rollouts,
         ambiguous=ambiguous,
+        estimate=design.estimate[keep],
+        design=design.design,
+        initial=design.initial,
     )
 
 
@@ -124,6 +160,10 @@ def _read_profile(path: Path, rule: KeyRule) -> RunTasks:
     tasks: list[int] = []
     ns: list[int] = []
     ss: list[int] = []
+    # per counted rollout, for the design's estimate: task position, rollout index, passed
+    positions: list[int] = []
+    indices: list[int] = []
+    passing: list[bool] = []
     for line, row in iter_jsonl(path, what="Profile"):
         where = f"{path}:{line}"
         task, sample, infos = row.get("_ng_task_index"), row.get("sample"), row.get("rollout_infos")
@@ -132,9 +172,13 @@ def _read_profile(path: Path, rule: KeyRule) -> RunTasks:
                 f"{where}: not a reward profile row (needs an integer '_ng_task_index', a 'sample' object "
                 "and a 'rollout_infos' list; profiles come from 'gym eval profile')"
             )
-        rewards: list[float] = [
-            float(i["reward"]) for i in infos if isinstance(i, dict) and type(i.get("reward")) in (int, float)
-        ]
+        counted_infos = [i for i in infos if isinstance(i, dict) and type(i.get("reward")) in (int, float)]
+        rewards: list[float] = [float(i["reward"]) for i in counted_infos]
+        for position, info in enumerate(counted_infos):
+            index = info.get("_ng_rollout_index")
+            positions.append(len(tasks))
+            indices.append(index if type(index) is int else position)
+            passing.append(float(info["reward"]) >= rule.pass_threshold)
         key, label = _key({**sample, "_ng_task_index": task}, rule, where)
         keys.append(key)
         shown.append(label)
@@ -143,10 +187,13 @@ def _read_profile(path: Path, rule: KeyRule) -> RunTasks:
         ss.append(sum(1 for r in rewards if r >= rule.pass_threshold))
     if not tasks:
         raise DataError(f"{path}: the profile has no task rows")
-    return _unique(
-        path, "profile", None, keys, shown, np.array(tasks, np.int64), np.array(ns, np.int64),
-        np.array(ss, np.int64), sum(ns),
+    n, s = np.array(ns, np.int64), np.array(ss, np.int64)
+    run_file = path.with_name(path.name[: -len(PROFILE_SUFFIX)] + "_run.json")
+    design = _design(
+        run_file, np.array(positions, np.int64), len(tasks), np.array(indices, np.int64),
+        np.ones(len(positions), np.bool_), np.array(passing, np.bool_), n, s, rule.pass_threshold,
     )  # fmt: skip
+    return _unique(path, "profile", None, keys, shown, np.array(tasks, np.int64), n, s, sum(ns), design)
 
 
 def _input_keys(inputs: Path, rule: KeyRule, *, skim: bool = True) -> dict[int, tuple[bytes, str]]:
@@ -210,7 +257,12 @@ def _read_rollouts(path: Path, inputs: Path | None, rule: KeyRule) -> RunTasks:
     # Tasks materialized but without any rollout stay out: there is nothing to compare for them.
     keys = [found[t][0] for t in task.tolist()]
     shown = [found[t][1] for t in task.tolist()]
-    return _unique(path, "rollouts", inputs, keys, shown, task, n, s, int(counted.sum()))
+    task_pos = np.cumsum(np.concatenate(([0], (columns.task[1:] != columns.task[:-1]).astype(np.int64))))
+    design = _design(
+        output_paths(path).run_file, task_pos.astype(np.int64), int(task.shape[0]), columns.rollout,
+        counted, counted & passed, n, s, rule.pass_threshold,
+    )  # fmt: skip
+    return _unique(path, "rollouts", inputs, keys, shown, task, n, s, int(counted.sum()), design)
 
 
 def read_run(path: Path, inputs: Path | None, rule: KeyRule) -> RunTasks:

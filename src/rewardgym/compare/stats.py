@@ -24,9 +24,15 @@ Contract (``n`` counted rollouts and ``s`` passes per task, run A the reference,
 - :func:`verdict`: ``improved`` when the interval lies above 0, ``regressed`` below, else
   ``no detectable change``;
 - :func:`minimum_detectable`: the smallest true difference the same test finds with the given power,
-  (critical + z_power) × SE with SE the bootstrap standard error and :func:`critical` the interval's
-  critical value; :func:`power_at` the power at a
-  difference (normal approximation of the bootstrap distribution).
+  (critical + z_power) × SE with :func:`critical` the interval's critical value and SE
+  :func:`sampling_se` — the standard error the mean difference has under "no change" from the binomial
+  sampling of each task's rollouts: √(Σ_t E[p_t(1 − p_t)] (1/m_A,t + 1/m_B,t)) / T, E[p(1 − p)] from each
+  task's posterior under the prior fitted to both runs' pooled counts (:mod:`rewardgym.stats.posterior`),
+  m the task's rollouts (for an adaptive run its first round, which its unbiased estimate mostly rests
+  on). Not the bootstrap's SE: that one is taken from the observed differences, so a run compared with
+  itself could "detect ±0.0 pp". Below :data:`MIN_TASKS` tasks no detectable difference is given (the
+  critical value of 5 tasks is 3.1: "±112 pp"); :func:`power_at` the power at a difference (normal
+  approximation).
 """
 
 from __future__ import annotations
@@ -36,9 +42,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rewardgym.analysis.columns import FloatArray, IntArray
-from rewardgym.profile.compute.special import ufuncs
+from rewardgym.stats.arrays import FloatArray, IntArray
+from rewardgym.stats.special import ufuncs
 
+MIN_TASKS = 10
+"""Fewer matched tasks than this: "too few tasks to tell" instead of a minimum detectable difference."""
 TRANSITIONS = ("newly_solved", "newly_failed", "improved", "regressed", "unchanged")
 NEWLY_SOLVED, NEWLY_FAILED, IMPROVED, REGRESSED, UNCHANGED = range(5)
 DISTINCT_MAX = 4096
@@ -182,6 +190,15 @@ def verdict(boot: Bootstrap) -> str:
     if boot.high < 0:
         return "regressed"
     return "no detectable change"
+
+
+def sampling_se(var_a: FloatArray, m_a: FloatArray, var_b: FloatArray, m_b: FloatArray) -> float:
+    """SE of the mean per-task difference under binomial sampling (see module doc)."""
+    tasks = int(var_a.shape[0])
+    if tasks == 0:
+        return 0.0
+    total = float(np.sum(var_a / np.maximum(m_a, 1) + var_b / np.maximum(m_b, 1)))
+    return math.sqrt(total) / tasks
 
 
 def minimum_detectable(se: float, level: float, power: float, tasks: int) -> float:

@@ -1,7 +1,9 @@
 """From sources and options to the dataset's bytes and the counts of its manifest (no writing).
 
 Contract of :func:`build`: reads the sources (:func:`rewardgym.dataset.sources.read_tasks`), computes
-per task the analysis' numbers — pass rate, 95 % Jeffreys interval, band, settled (the functions of
+per task the analysis' numbers — pass rate (the design's estimate: s / n pooled over the profiles, or for
+tasks from an adaptive run the mean of the runs' unbiased estimates), 95 % Jeffreys interval, band, and
+settled from the posterior under the prior fitted to the selected pool (the functions of
 :mod:`rewardgym.analysis.uncertainty`, with ``settle_epsilon``) —, selects and orders
 (:func:`rewardgym.dataset.select.select_indices`) and returns the dataset as bytes: one compact JSON
 row per line, the training row in its original key order, plus ``options.annotate`` when set. The same
@@ -17,7 +19,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from rewardgym.analysis.uncertainty import band_of, jeffreys, settled_in_band
+from rewardgym.analysis.uncertainty import numbers_from_counts
 from rewardgym.dataset.options import SelectOptions
 from rewardgym.dataset.select import REASONS, Selection, Stats, select_indices
 from rewardgym.dataset.sources import ReadResult, Source, Task, read_tasks
@@ -129,16 +131,17 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
     tasks = read.tasks
     n = np.array([t.n for t in tasks], np.int64)
     s = np.array([t.passes for t in tasks], np.int64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(n > 0, s / np.maximum(n, 1), np.nan)
-    low, high = jeffreys(n, s)
-    band = band_of(rate)
+    estimate = np.array([t.rate for t in tasks], np.float64)
+    passes = numbers_from_counts(
+        np.arange(len(tasks), dtype=np.int64), n, s, epsilon=options.settle_epsilon, estimate=estimate
+    )
+    rate, band = passes.rate, passes.band
     numbers = {
         "rate": rate,
-        "low": low,
-        "high": high,
+        "low": passes.low,
+        "high": passes.high,
         "band": band,
-        "settled": settled_in_band(band, low, high, options.settle_epsilon),
+        "settled": passes.settled,
     }
     column = {name: i for i, name in enumerate(fields)}
 
@@ -149,7 +152,7 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
     stats = Stats(
         rate=rate,
         band=band,
-        settled=numbers["settled"],
+        settled=passes.settled,
         flagged=np.array([bool(t.flags) for t in tasks], np.bool_),
         by=None if options.by is None else _groups(labels(options.by)),
         strata=None if options.stratify is None else _groups(labels(options.stratify)),

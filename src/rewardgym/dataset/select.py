@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from rewardgym.analysis.columns import BoolArray, FloatArray, IntArray
 from rewardgym.dataset.options import SelectOptions, band_index
+from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
 
 REASONS = (
     "unmeasured",

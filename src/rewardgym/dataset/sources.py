@@ -25,17 +25,21 @@ Contract:
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import orjson
 
+from rewardgym.analysis.design import adaptive_policy, design_estimates
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
+from rewardgym.stats.adaptive import AdaptivePolicy
 
 PROFILE_SUFFIX = "_reward_profiling.jsonl"
 SUMMARY_SUFFIX = "_quality_summary.json"
@@ -67,6 +71,20 @@ class Task:
     passes: int = 0
     occurrences: int = 1
     flags: set[str] = field(default_factory=set)
+    estimate_sum: float = 0.0
+    """Sum over occurrences of the pass-rate estimate of its run's design (s / n, or the estimate unbiased
+    under an adaptive run's stopping rule: :mod:`rewardgym.analysis.design`)."""
+    estimate_count: int = 0
+    adaptive: bool = False
+    """Some occurrence comes from an adaptive run: the task's rate is the mean of the occurrences'
+    estimates (pooled s / n would carry the stopping rule's bias)."""
+
+    @property
+    def rate(self) -> float:
+        """The task's pass-rate estimate (NaN without a counted rollout)."""
+        if self.adaptive:
+            return self.estimate_sum / self.estimate_count if self.estimate_count else float("nan")
+        return self.passes / self.n if self.n else float("nan")
 
 
 @dataclass(frozen=True)
@@ -164,8 +182,20 @@ def content_key(row: dict[str, Any]) -> bytes:
     return hashlib.blake2b(orjson.dumps(row, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
 
 
-def _measure(row: dict[str, Any], where: str, threshold: float) -> tuple[int, int, int | None]:
-    """``(counted, passes, lowest rollout index)`` of one profile row."""
+@dataclass
+class _Outcomes:
+    """Counted rollouts of one source, for its design's estimate: task position, rollout index, passed."""
+
+    position: list[int] = field(default_factory=list)
+    rollout: list[int] = field(default_factory=list)
+    passed: list[bool] = field(default_factory=list)
+
+
+def _measure(
+    row: dict[str, Any], where: str, threshold: float, outcomes: _Outcomes | None = None, position: int = 0
+) -> tuple[int, int, int | None]:
+    """``(counted, passes, lowest rollout index)`` of one profile row (its counted rollouts added to
+    ``outcomes`` when given)."""
     infos = row.get("rollout_infos")
     if not isinstance(infos, list):
         raise DataError(f"{where}: profile row has no 'rollout_infos' list (is this a reward profile?)")
@@ -179,9 +209,38 @@ def _measure(row: dict[str, Any], where: str, threshold: float) -> tuple[int, in
             lowest = index
         reward = info.get("reward")
         if isinstance(reward, int | float):  # as the analysis counts (booleans too): others are unmeasured
+            if outcomes is not None:
+                outcomes.position.append(position)
+                outcomes.rollout.append(index if type(index) is int else n)
+                outcomes.passed.append(float(reward) >= threshold)
             n += 1
             passes += float(reward) >= threshold
     return n, passes, lowest
+
+
+def _adaptive(source: Source) -> AdaptivePolicy | None:
+    """The adaptive policy the source's run recorded (None: fixed repeats, or no run file)."""
+    if source.run is None:
+        return None
+    try:
+        return adaptive_policy(orjson.loads(source.run.read_bytes()))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def _add_estimates(rows: list[Task], outcomes: _Outcomes, policy: AdaptivePolicy, threshold: float) -> None:
+    """Each row's estimate under the source's adaptive design (one entry per occurrence)."""
+    count = len(rows)
+    estimate = design_estimates(
+        policy, np.array(outcomes.position, np.int64), count, np.array(outcomes.rollout, np.int64),
+        np.ones(len(outcomes.position), np.bool_), np.array(outcomes.passed, np.bool_), threshold,
+    )  # fmt: skip
+    assert estimate is not None  # a policy gives an estimate
+    for task, value in zip(rows, estimate.tolist(), strict=True):
+        task.adaptive = True
+        if not math.isnan(value):  # the occurrence had a counted rollout
+            task.estimate_sum += value
+            task.estimate_count += 1
 
 
 def _iter_profile(path: Path, hasher: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -266,6 +325,9 @@ def read_tasks(
         hashes[source.profile] = ""  # first in the manifest's list; filled in once read
         flags = None if source.health is None else _read_flags(source.health, hashes)
         dropped = _run_params(source, hashes) if drop_run_params else frozenset()
+        policy = _adaptive(source)
+        outcomes = None if policy is None else _Outcomes()
+        source_rows: list[Task] = []
         for number, row in _iter_profile(source.profile, hasher):
             where = f"{os.fspath(source.profile)}:{number}"
             sample = row.get("sample")
@@ -274,7 +336,7 @@ def read_tasks(
                 raise DataError(f"{where}: profile row has no 'sample' object (is this a reward profile?)")
             if type(index) is not int:
                 raise DataError(f"{where}: profile row has no integer '_ng_task_index'")
-            n, passes, lowest = _measure(row, where, pass_threshold)
+            n, passes, lowest = _measure(row, where, pass_threshold, outcomes, len(source_rows))
             train = training_row(sample, lowest, dropped)
             key = content_key(train)
             rows_read += 1
@@ -298,6 +360,10 @@ def read_tasks(
                 merged += 1
             task.n += n
             task.passes += passes
+            source_rows.append(task)
+            if policy is None and n > 0:  # a fixed occurrence's estimate is its s / n
+                task.estimate_sum += passes / n
+                task.estimate_count += 1
             if flags is not None:
                 entry = flags.get(str(index))
                 if entry is None:
@@ -306,6 +372,8 @@ def read_tasks(
                         "is it the health file of another run? Rerun 'gym eval analyze'"
                     )
                 task.flags.update(entry)
+        if policy is not None and outcomes is not None:
+            _add_estimates(source_rows, outcomes, policy, pass_threshold)
         hashes[source.profile] = hasher.hexdigest()
     health_read = all(source.health is not None for source in sources)
     return ReadResult(list(tasks.values()), hashes, rows_read, merged, health_read)

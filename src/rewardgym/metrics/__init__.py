@@ -5,8 +5,6 @@
 - ``aggregate_metrics`` — the ``/aggregate_metrics`` answer of a resources server: statistics baseline +
   an environment's ``compute_metrics`` + key metrics (the collector's side of that call is
   ``rewardgym.collect.aggregate``);
-- ``adaptive``          — the decision rule of ``gym eval run --adaptive``: which tasks are still unsettled
-  and how many rollouts each gets next (pure statistics; the collector runs the rounds).
 
 Pure functions over the protocol layer (the profiler, for the baseline, is imported lazily); servers and
 environments import them, never the other way round.

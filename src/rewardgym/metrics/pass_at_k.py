@@ -16,6 +16,17 @@ Semantics follow the NeMo Gym contract (docs/reference/contract.md §4.6):
     no answer scores 0); with ``answer_key`` the binary score ``no_answer`` is added.
 
   It also returns ``per_sample_aggregate[score]``: for each run index i, 100 × the mean score of rollout i.
+
+- **Unequal repeats** (tasks of one score with different numbers of rollouts — an ``--adaptive`` run, a
+  run with failed rollouts): averaging over the tasks with ≥ k rollouts, as above, silently drops the
+  tasks a run stopped early (an adaptive run's pass@16 read 43.6 % against a true 75.4 %). There, every
+  task counts at every k: a task whose values are all 0/1 contributes E[1 − (1 − p)^k] under its
+  posterior given the pool's fitted prior (:mod:`rewardgym.stats.posterior`; the stopping rule does not
+  change a posterior), ``pass@1[avg-of-k]`` is the mean of E[p] (what the first k rollouts of every task
+  would have averaged); other tasks contribute ``max`` of their first min(n, k) values, and
+  ``majority@k`` votes among the first min(n, k). So each pass@k is defined, grows with k, and states
+  the tasks behind it: ``pass@{k}/<score>/tasks_with_k_rollouts`` counts the tasks that had k rollouts
+  (the rest are modelled). Equal repeats keep the keys and numbers above (NeMo Gym 0.7.0's).
 """
 
 from __future__ import annotations
@@ -30,7 +41,8 @@ import orjson
 
 ScoreFn = Callable[[Mapping[str, Any]], Mapping[str, float | int | bool]]
 
-STAT_SUFFIXES = ("/std_dev_across_runs", "/std_err_across_runs")
+TASKS_SUFFIX = "/tasks_with_k_rollouts"
+STAT_SUFFIXES = ("/std_dev_across_runs", "/std_err_across_runs", TASKS_SUFFIX)
 
 
 def reward_score(row: Mapping[str, Any]) -> dict[str, float]:
@@ -95,6 +107,9 @@ def pass_majority_metrics(
             runs.append(100.0 * statistics.fmean(column) if column else 0.0)
         per_sample[name] = runs
 
+    lengths = {len(s.get(name, ())) for name in names for s in scored}
+    if len(lengths - {0}) > 1:
+        return _unequal_metrics(scored, answers, names, max_k, per_sample, answer_key is not None), per_sample
     metrics: dict[str, float] = {}
     for k in range(1, max_k + 1):
         for name in names:
@@ -113,3 +128,62 @@ def pass_majority_metrics(
                 metrics[avg_key + STAT_SUFFIXES[0]] = std
                 metrics[avg_key + STAT_SUFFIXES[1]] = std / math.sqrt(k)
     return metrics, per_sample
+
+
+def _posterior_terms(values: list[list[float]]) -> tuple[Any, list[bool]] | None:
+    """The posterior of every task whose values are all 0/1 (None when no task is), and which tasks are."""
+    import numpy as np
+
+    from rewardgym.stats.posterior import posterior  # numpy and scipy: only runs with unequal repeats pay
+    from rewardgym.stats.prior import fit_pool_prior
+
+    binary = [bool(v) and all(x in (0, 1) for x in v) for v in values]
+    if not any(binary):
+        return None
+    n = np.array([len(v) for v, b in zip(values, binary, strict=True) if b], np.int64)
+    s = np.array([int(sum(v)) for v, b in zip(values, binary, strict=True) if b], np.int64)
+    return posterior(n, s, fit_pool_prior(n, s)), binary
+
+
+def _unequal_metrics(
+    scored: list[dict[str, list[float]]],
+    answers: list[list[Any]],
+    names: list[str],
+    max_k: int,
+    per_sample: dict[str, list[float]],
+    with_majority: bool,
+) -> dict[str, float]:
+    """pass@k and friends when tasks have unequal repeats (see module doc)."""
+    metrics: dict[str, float] = {}
+    for name in names:
+        present = [(i, s[name]) for i, s in enumerate(scored) if s.get(name)]
+        values = [v for _, v in present]
+        model = _posterior_terms(values)
+        mean_p = None if model is None else model[0].mean().tolist()
+        for k in range(1, max_k + 1):
+            at_k = None if model is None else model[0].pass_at_k(k).tolist()
+            pass_terms: list[float] = []
+            avg_terms: list[float] = []
+            position = 0
+            for v in values:
+                if model is not None and model[1][len(pass_terms)]:
+                    assert at_k is not None and mean_p is not None
+                    pass_terms.append(float(at_k[position]))
+                    avg_terms.append(float(mean_p[position]))
+                    position += 1
+                else:
+                    pass_terms.append(float(max(v[:k])))
+                    avg_terms.append(statistics.fmean(v[:k]))
+            metrics[f"pass@{k}/{name}"] = 100.0 * statistics.fmean(pass_terms)
+            metrics[f"pass@{k}/{name}{TASKS_SUFFIX}"] = float(sum(1 for v in values if len(v) >= k))
+            avg_key = f"pass@1[avg-of-{k}]/{name}"
+            metrics[avg_key] = 100.0 * statistics.fmean(avg_terms)
+            if with_majority:
+                metrics[f"majority@{k}/{name}"] = 100.0 * statistics.fmean(
+                    _majority_at_k(answers[i], v, k) for i, v in present
+                )
+            if k >= 2:
+                std = statistics.stdev(per_sample[name][:k])
+                metrics[avg_key + STAT_SUFFIXES[0]] = std
+                metrics[avg_key + STAT_SUFFIXES[1]] = std / math.sqrt(k)
+    return metrics

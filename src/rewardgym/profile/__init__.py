@@ -16,7 +16,7 @@ servers or collection code. See ``docs/profile.md`` for the user-facing descript
 Layout, by phase (a phase imports only earlier ones): ``read/`` (both files → columns: ``reader``,
 ``scan_inputs``, ``scan_results``, ``extract``, ``row_layouts``, ``chunks``, ``columns``, ``magnitude``),
 ``compute/`` (columns → statistics: ``profiler``, ``statistics`` (the statistics layer), ``kernels`` (its
-columnar numpy kernels), ``repeats``, ``tinterval``, ``grouping``, ``align``, ``report``) and ``write/``
+columnar numpy kernels), ``repeats``, ``grouping``, ``align``, ``report``) and ``write/``
 (statistics → the three files: ``output``, ``lines``, ``writer``); ``api`` and ``tuning`` on top.
 """
 
@@ -25,10 +25,10 @@ from rewardgym.profile.compute.align import CompletionSummary
 from rewardgym.profile.compute.profiler import Profile
 from rewardgym.profile.compute.report import BAND_LABELS, TaskSummary
 from rewardgym.profile.compute.statistics import ProfileStatistics, compute_statistics
-from rewardgym.profile.compute.tinterval import t_interval
 from rewardgym.profile.read.columns import RolloutTable
 from rewardgym.profile.tuning import Tuning
 from rewardgym.profile.write.output import OutputPaths, output_paths, summary_lines
+from rewardgym.stats.tinterval import t_interval
 
 __all__ = [
     "BAND_LABELS",

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from rewardgym.profile.compute.kernels import series_stats
-from rewardgym.profile.compute.tinterval import t_interval
 from rewardgym.profile.read.columns import RolloutTable
+from rewardgym.stats.tinterval import t_interval
 
 ROLLOUT_INDEX = "_ng_rollout_index"
 

@@ -7,19 +7,25 @@ Contract of :func:`task_summary`:
   — counted over the per-task rows (per (task, agent) rows with fan-out). When some task's mean reward
   lies outside [0, 1] the rewards are not pass rates and no bands are given;
 - the mean reward is the mean of the per-task mean rewards (each task weighs the same), with a 95 %
-  Student-t interval over tasks (tasks, not rollouts, are the independent units); no interval for
-  fewer than two tasks;
+  interval over tasks (tasks, not rollouts, are the independent units); no interval for fewer than two
+  tasks. The interval is the Student-t interval, kept inside the reward range when the rewards are pass
+  rates (every task mean in [0, 1]) — clipping never drops a value the range allows, so the coverage is
+  the t-interval's. When every task has the same mean the t-interval has width 0, which no finite
+  sample supports: then, every task at 0 (or at 1), the exact bound [0, 1 − 0.025^(1/T)] — if the mean
+  pass rate were μ, all T tasks would show no pass with probability at most (1 − μ)^T (concavity) —,
+  otherwise Hoeffding's interval for a mean of T values in the range;
 - tasks without a reward value are not counted.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from rewardgym.profile.compute.profiler import Profile
-from rewardgym.profile.compute.tinterval import CONFIDENCE, t_quantile
+from rewardgym.stats.tinterval import CONFIDENCE, t_quantile
 
 BAND_LABELS = ("0 %", "(0–20 %]", "(20–40 %]", "(40–60 %]", "(60–80 %]", "(80–100 %)", "100 %")
 """Pass-rate bands, lowest first."""
@@ -36,7 +42,10 @@ class TaskSummary:
     mean_reward: float | None
     """Mean of the per-task mean rewards (None without rewards)."""
     interval: tuple[float, float] | None
-    """95 % t-interval of ``mean_reward`` across tasks (None for fewer than two tasks)."""
+    """95 % interval of ``mean_reward`` across tasks (None for fewer than two tasks)."""
+    method: str = "t-interval"
+    """How the interval was made: ``t-interval`` (clipped to [0, 1] for pass rates), ``exact bound`` or
+    ``Hoeffding interval`` (see module doc)."""
 
 
 def band_counts(rates: np.ndarray) -> tuple[int, ...]:
@@ -61,17 +70,37 @@ def task_summary(profile: Profile) -> TaskSummary:
     return rates_summary(rates[~np.isnan(rates)])
 
 
+def mean_interval(rates: np.ndarray, bounded: bool) -> tuple[float, float, str]:
+    """The 95 % interval of the mean of ``rates`` (finite, at least two; see module doc). ``bounded``:
+    the values are pass rates, in [0, 1]."""
+    n = len(rates)
+    mean = float(np.sum(rates)) / n
+    sem = float(np.std(rates, ddof=1)) / n**0.5
+    if sem > 0:
+        half = t_quantile(n - 1, (1.0 + CONFIDENCE) / 2) * sem
+        low, high = mean - half, mean + half
+        return (max(low, 0.0), min(high, 1.0), "t-interval") if bounded else (low, high, "t-interval")
+    if not bounded:
+        return mean, mean, "t-interval"  # no range known: nothing bounds the spread the sample did not show
+    tail = (1.0 - CONFIDENCE) / 2
+    if mean == 0.0:
+        return 0.0, 1.0 - tail ** (1.0 / n), "exact bound"
+    if mean == 1.0:
+        return tail ** (1.0 / n), 1.0, "exact bound"
+    half = math.sqrt(math.log(2.0 / (1.0 - CONFIDENCE)) / (2.0 * n))
+    return max(mean - half, 0.0), min(mean + half, 1.0), "Hoeffding interval"
+
+
 def rates_summary(rates: np.ndarray) -> TaskSummary:
     """Bands and mean reward of per-task mean rewards (no NaN; see module doc)."""
     if len(rates) == 0:
         return TaskSummary(tasks=0, bands=None, mean_reward=None, interval=None)
     finite = bool(np.isfinite(rates).all())
-    bands = band_counts(rates) if finite and rates.min() >= 0 and rates.max() <= 1 else None
+    bounded = finite and rates.min() >= 0 and rates.max() <= 1
+    bands = band_counts(rates) if bounded else None
     n = len(rates)
     mean = float(np.sum(rates)) / n
-    interval: tuple[float, float] | None = None
-    if n > 1 and finite:
-        sem = float(np.std(rates, ddof=1)) / n**0.5
-        half = t_quantile(n - 1, (1.0 + CONFIDENCE) / 2) * sem
-        interval = (mean - half, mean + half)
-    return TaskSummary(tasks=n, bands=bands, mean_reward=mean, interval=interval)
+    if n < 2 or not finite:
+        return TaskSummary(tasks=n, bands=bands, mean_reward=mean, interval=None)
+    low, high, method = mean_interval(rates, bounded)
+    return TaskSummary(tasks=n, bands=bands, mean_reward=mean, interval=(low, high), method=method)

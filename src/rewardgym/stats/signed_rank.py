@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from rewardgym.analysis.columns import FloatArray
-from rewardgym.profile.compute.special import ufuncs
+from rewardgym.stats.arrays import FloatArray
+from rewardgym.stats.special import ufuncs
 
 EXACT_UP_TO = 50
 """scipy's ``method="auto"``: the exact distribution up to this many differences (without ties)."""

@@ -13,7 +13,7 @@ from scipy import stats as scipy_stats
 
 from rewardgym.profile.compute.kernels import describe_segments, linear_quantile, series_stats
 from rewardgym.profile.compute.report import band_counts
-from rewardgym.profile.compute.tinterval import t_interval
+from rewardgym.stats.tinterval import t_interval
 
 
 def _segment_reference(values: np.ndarray) -> tuple[int, float, float, float, float, float]:
@@ -120,10 +120,10 @@ def test_stdtrit_is_loaded_without_the_rest_of_scipy_special() -> None:
     import sys
 
     code = (
-        "import sys; from rewardgym.profile.compute.tinterval import t_quantile; q = t_quantile(3, 0.975); "
+        "import sys; from rewardgym.stats.tinterval import t_quantile; q = t_quantile(3, 0.975); "
         "lean = 'scipy.special' not in sys.modules and 'numpy.f2py' not in sys.modules; "
         "import scipy.special, scipy.stats; "
-        "from rewardgym.profile.compute import tinterval; "
+        ""
         "print(lean, q == float(scipy.stats.t.ppf(0.975, 3)), "
         "scipy.special.stdtrit is sys.modules['scipy.special._ufuncs'].stdtrit)"
     )

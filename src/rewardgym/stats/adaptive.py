@@ -6,15 +6,17 @@ Contract (pure; numpy in, numpy out; no files, no servers):
   pass_threshold``), and ``allocated`` materialized rows (counted, failed for good or still pending).
 - **Default decision, "is the task informative for GRPO"** (is its pass probability p in (0, 1)?):
   a task with at least one pass and one fail is settled (informative: no amount of data can change that).
-  An all-fail task is settled as "never solved" once P(p > 0 | 0 of n) <= 1 - confidence, an all-pass
-  task as "always solved" once P(p < 1 | n of n) <= 1 - confidence. Those posteriors come from an
-  empirical-Bayes prior over p fitted to the run's own tasks every round: a point mass at 0 (weight
-  π0), one at 1 (π1) and a Beta(a, b) for the tasks in between (πm = 1 − π0 − π1), so
-  P(p > 0 | 0 of n) = πm·B(a, b + n)/B(a, b) / (π0 + πm·B(a, b + n)/B(a, b)) — "how likely is a task
-  that can be solved to show no pass in n trials, given how the run's tasks spread". The fit is a
-  posterior mode with weak pseudo-counts (:data:`PSEUDO_TASKS` tasks spread evenly over the three
-  parts, a log-normal prior around a = b = 1), so a run of few tasks stays close to a uniform prior and
-  needs many repeats before it calls a task never / always solved.
+  An all-fail task is settled as "never solved" once, for every prior the data cannot rule out
+  (:class:`~rewardgym.stats.prior.PriorFit`: the fitted empirical-Bayes mixture of point masses at 0 and 1
+  and a Beta, and the priors within its likelihood-ratio region), the chance that the task is solvable
+  *and* would show a pass among the rollouts left to the cap is ≤ 1 − confidence
+  (:func:`pass_by_cap_given_all_fail`); all-pass tasks mirrored. So stopping early changes a call that
+  ``max_per_task`` fixed repeats would make with probability ≤ 1 − confidence per task, whatever the
+  refitted prior says (the earlier rule, "P(p > 0 | 0 of n) ≤ 1 − confidence" under the single best fit,
+  was talked into stopping at 6 rollouts by pools rich in never-solved tasks). Default confidence 0.99:
+  the calls stay within a point of fixed repeats at the cap in every pool of the calibration suite
+  (``benchmarks/statistics``). Runs recorded before this rule are replayed with theirs
+  (:data:`LEGACY_RULE`).
 - **Band boundary** (``boundary=b``): is p above b? Settled once the Jeffreys posterior Beta(s + ½,
   n − s + ½) — the interval of :mod:`rewardgym.analysis.uncertainty` — puts at least ``confidence`` of
   its mass on one side of b.
@@ -30,18 +32,26 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from rewardgym.profile.compute.special import ufuncs
+from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
+from rewardgym.stats.prior import UNIFORM_PRIOR, Prior, PriorFit, fit_prior, fit_priors
+from rewardgym.stats.special import ufuncs
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+__all__ = [
+    "UNIFORM_PRIOR",
+    "AdaptivePolicy",
+    "Prior",
+    "PriorFit",
+    "allocate",
+    "classify",
+    "fit_prior",
+    "fit_priors",
+    "unsettled",
+]
 
-PSEUDO_TASKS = 6.0
-"""Weight of the prior of the prior: as if six more tasks had been seen, two in each part."""
-_SHAPE_GRID = np.geomspace(0.05, 50.0, 41)
-"""Beta shapes the fit considers: 0.05 (mass piled at the edges) to 50 (a narrow bump)."""
+REGRET_RULE = "regret"
+LEGACY_RULE = "posterior"
+"""The rule of runs made before the regret rule (their recorded policy has no ``rule``)."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +66,24 @@ class AdaptivePolicy:
     """Total materialized rollouts of the run, initial round included (``--adaptive-budget``)."""
     step: int | None = None
     """Rollouts added per unsettled task and round (``--adaptive-step``; default: ``initial``)."""
-    confidence: float = 0.95
-    """Posterior probability a decision needs (``--adaptive-confidence``)."""
+    confidence: float | None = None
+    """Probability a decision needs (``--adaptive-confidence``; default :attr:`level`)."""
     boundary: float | None = None
     """Decide "is p above this pass rate" instead of "is p in (0, 1)" (``--adaptive-boundary``)."""
     pass_threshold: float = 1.0
     """A rollout passes when ``reward >= pass_threshold`` (as in ``gym eval analyze``)."""
+    rule: str = REGRET_RULE
+    """How an all-fail / all-pass task is settled (recorded so a run is replayed with its own rule)."""
+
+    @property
+    def level(self) -> float:
+        """The confidence in force: 0.99 for the default decision (a task stops short of the cap only when
+        the cap's repeats would change its call with probability ≤ 1 %: that keeps the never / sometimes /
+        always calls within a point of fixed repeats at the cap in every pool of the calibration suite),
+        0.95 for ``--adaptive-boundary`` and for runs recorded with the earlier rule."""
+        if self.confidence is not None:
+            return self.confidence
+        return 0.99 if self.boundary is None and self.rule == REGRET_RULE else 0.95
 
     @property
     def round_step(self) -> int:
@@ -73,6 +95,7 @@ class AdaptivePolicy:
     @classmethod
     def from_dict(cls, value: dict[str, Any]) -> AdaptivePolicy:
         known = {k: v for k, v in value.items() if k in cls.__dataclass_fields__}
+        known.setdefault("rule", LEGACY_RULE)  # recorded before the rule was: the run used the old one
         return cls(**known)
 
     def problems(self) -> list[str]:
@@ -92,70 +115,11 @@ class AdaptivePolicy:
             found.append(f"--adaptive-budget must be >= 1, got {self.budget}")
         if self.step is not None and self.step < 1:
             found.append(f"--adaptive-step must be >= 1, got {self.step}")
-        if not 0.5 < self.confidence < 1:
-            found.append(f"--adaptive-confidence must be in (0.5, 1), got {self.confidence}")
+        if not 0.5 < self.level < 1:  # NaN fails it too
+            found.append(f"--adaptive-confidence must be in (0.5, 1), got {self.level}")
         if self.boundary is not None and not 0 < self.boundary < 1:
             found.append(f"--adaptive-boundary must be a pass rate in (0, 1), got {self.boundary}")
         return found
-
-
-@dataclass(frozen=True)
-class Prior:
-    """The empirical-Bayes prior over p: point masses at 0 and 1 and a Beta(a, b) in between."""
-
-    never: float
-    always: float
-    a: float
-    b: float
-
-    @property
-    def between(self) -> float:
-        return max(0.0, 1.0 - self.never - self.always)
-
-
-UNIFORM_PRIOR = Prior(1 / 3, 1 / 3, 1.0, 1.0)
-
-
-def fit_prior(n: IntArray, s: IntArray) -> Prior:
-    """Posterior-mode fit of :class:`Prior` to tasks with ``n`` counted rollouts and ``s`` passes.
-
-    The Beta shape is searched on a log grid (:data:`_SHAPE_GRID`, steps of 19 %), the three weights by EM
-    for the best shape, alternately until both stop changing — plain numpy over the distinct (n, s)
-    pairs, so a round of 10^6 tasks costs milliseconds (and no optimizer import).
-    """
-    seen = n > 0
-    if not np.any(seen):
-        return UNIFORM_PRIOR
-    betaln, gammaln = ufuncs().betaln, ufuncs().gammaln  # scipy's, without importing scipy.special
-
-    pairs, counts_ = np.unique(np.stack([n[seen], s[seen]], axis=1), axis=0, return_counts=True)
-    counts = counts_.astype(np.float64)
-    nn = pairs[:, 0].astype(np.float64)
-    ss = pairs[:, 1].astype(np.float64)
-    log_choose = gammaln(nn + 1) - gammaln(ss + 1) - gammaln(nn - ss + 1)
-    a = _SHAPE_GRID[:, None, None]
-    b = _SHAPE_GRID[None, :, None]
-    # log P(s | n, Beta(a, b)) for every grid shape and pair; the shapes' log-normal prior around 1
-    middle = (log_choose + betaln(a + ss, b + nn - ss) - betaln(a, b)).reshape(-1, len(nn))
-    shape_prior = -0.5 * (np.log(a) ** 2 + np.log(b) ** 2).reshape(-1)
-    lik_zero = (ss == 0).astype(np.float64)
-    lik_one = (ss == nn).astype(np.float64)
-    pseudo = PSEUDO_TASKS / 3
-    weights = np.full(3, 1 / 3)
-    best = -1
-    for _ in range(200):
-        with np.errstate(divide="ignore"):
-            fixed = np.logaddexp(np.log(weights[0] * lik_zero), np.log(weights[1] * lik_one))
-        score = np.logaddexp(fixed, np.log(weights[2]) + middle) @ counts + shape_prior
-        chosen = int(np.argmax(score))
-        parts = np.stack([weights[0] * lik_zero, weights[1] * lik_one, weights[2] * np.exp(middle[chosen])])
-        share = parts / parts.sum(axis=0)
-        updated = (share @ counts + pseudo) / (counts.sum() + 3 * pseudo)
-        if chosen == best and np.allclose(updated, weights, atol=1e-7):
-            break
-        weights, best = updated, chosen
-    a_best, b_best = np.unravel_index(best, (len(_SHAPE_GRID), len(_SHAPE_GRID)))
-    return Prior(float(weights[0]), float(weights[1]), float(_SHAPE_GRID[a_best]), float(_SHAPE_GRID[b_best]))
 
 
 def p_solvable_given_all_fail(n: IntArray, prior: Prior) -> FloatArray:
@@ -167,20 +131,63 @@ def p_solvable_given_all_fail(n: IntArray, prior: Prior) -> FloatArray:
 
 def p_failable_given_all_pass(n: IntArray, prior: Prior) -> FloatArray:
     """P(p < 1 | n passes in n rollouts) under ``prior``."""
-    mirrored = Prior(prior.always, prior.never, prior.b, prior.a)
-    return p_solvable_given_all_fail(n, mirrored)
+    return p_solvable_given_all_fail(n, prior.mirrored())
 
 
-def unsettled(n: IntArray, s: IntArray, policy: AdaptivePolicy, prior: Prior | None = None) -> BoolArray:
+def pass_by_cap_given_all_fail(n: IntArray, cap: int, prior: Prior | FloatArray) -> FloatArray:
+    """P(p > 0 and a pass among rollouts n + 1 … cap | no pass in n rollouts) under ``prior``: the chance
+    that stopping now calls "never solved" a task that ``cap`` fixed repeats would have seen solved.
+
+    ``prior`` may also be rows ``(never, always, a, b)`` (:attr:`PriorFit.plausible`): then one row of
+    values per prior."""
+    betaln = ufuncs().betaln
+    rows = (
+        prior if isinstance(prior, np.ndarray) else np.array([[prior.never, prior.always, prior.a, prior.b]])
+    )
+    never, always, a, b = (rows[:, k : k + 1] for k in range(4))
+    between = np.maximum(1.0 - never - always, 0.0)
+    counts = np.asarray(n, np.float64)[None, :]
+    base = betaln(a, b)
+    now = between * np.exp(betaln(a, b + counts) - base)
+    later = between * np.exp(betaln(a, b + np.maximum(counts, cap)) - base)
+    total = never + now
+    value = np.where(total > 0, (now - later) / np.where(total > 0, total, 1.0), 0.0)
+    return np.asarray(value if isinstance(prior, np.ndarray) else value[0], dtype=np.float64)
+
+
+def _worst_regret(n: IntArray, cap: int, fit: PriorFit, *, passes: bool) -> FloatArray:
+    """:func:`pass_by_cap_given_all_fail` (or its mirror for all-pass tasks), the largest over the priors
+    the data cannot rule out, once per distinct n."""
+    values, inverse = np.unique(n, return_inverse=True)
+    rows = fit.plausible[:, [1, 0, 3, 2]] if passes else fit.plausible  # mirrored: passes ↔ failures
+    worst = pass_by_cap_given_all_fail(values, cap, rows).max(axis=0)
+    return np.asarray(worst[inverse.reshape(-1)], dtype=np.float64)
+
+
+def unsettled(
+    n: IntArray, s: IntArray, policy: AdaptivePolicy, prior: Prior | PriorFit | None = None
+) -> BoolArray:
     """Whether each task's decision is still open (see the module doc). ``n == 0`` is always open."""
-    doubt = 1.0 - policy.confidence
+    doubt = 1.0 - policy.level
     if policy.boundary is not None:
         betainc = ufuncs().betainc
         below = betainc(s + 0.5, n - s + 0.5, policy.boundary)  # Jeffreys P(p <= boundary)
-        return np.asarray((n == 0) | ((below < policy.confidence) & (below > doubt)), dtype=np.bool_)
-    prior = prior if prior is not None else fit_prior(n, s)
-    open_fail = (s == 0) & (p_solvable_given_all_fail(n, prior) > doubt)
-    open_pass = (s == n) & (p_failable_given_all_pass(n, prior) > doubt)
+        return np.asarray((n == 0) | ((below < policy.level) & (below > doubt)), dtype=np.bool_)
+    if policy.rule == LEGACY_RULE:
+        best = prior.best if isinstance(prior, PriorFit) else prior if prior is not None else fit_prior(n, s)
+        open_fail = (s == 0) & (p_solvable_given_all_fail(n, best) > doubt)
+        open_pass = (s == n) & (p_failable_given_all_pass(n, best) > doubt)
+        return np.asarray((n == 0) | open_fail | open_pass, dtype=np.bool_)
+    fit = (
+        prior
+        if isinstance(prior, PriorFit)
+        else fit_priors(n, s)
+        if prior is None
+        else PriorFit.single(prior)
+    )
+    cap = policy.max_per_task
+    open_fail = (s == 0) & (_worst_regret(n, cap, fit, passes=False) > doubt)
+    open_pass = (s == n) & (_worst_regret(n, cap, fit, passes=True) > doubt)
     return np.asarray((n == 0) | open_fail | open_pass, dtype=np.bool_)
 
 
@@ -210,7 +217,9 @@ def allocate(
     return out
 
 
-def classify(n: IntArray, s: IntArray, policy: AdaptivePolicy, prior: Prior | None = None) -> list[str]:
+def classify(
+    n: IntArray, s: IntArray, policy: AdaptivePolicy, prior: Prior | PriorFit | None = None
+) -> list[str]:
     """A word per task for the summary: informative / never / always / above / below / open."""
     open_ = unsettled(n, s, policy, prior)
     words = []

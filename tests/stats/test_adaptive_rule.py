@@ -1,4 +1,4 @@
-"""The decision rule of ``--adaptive`` (rewardgym.metrics.adaptive): settled / unsettled, allocation, caps,
+"""The decision rule of ``--adaptive`` (rewardgym.stats.adaptive): settled / unsettled, allocation, caps,
 budget, the empirical-Bayes prior and the band-boundary decision."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy.special import betainc
 
-from rewardgym.metrics.adaptive import (
+from rewardgym.stats.adaptive import (
+    LEGACY_RULE,
     AdaptivePolicy,
     Prior,
     allocate,
@@ -15,8 +16,10 @@ from rewardgym.metrics.adaptive import (
     fit_prior,
     p_failable_given_all_pass,
     p_solvable_given_all_fail,
+    pass_by_cap_given_all_fail,
     unsettled,
 )
+from rewardgym.stats.prior import PriorFit
 
 
 def _a(*values: int) -> np.ndarray:
@@ -40,15 +43,46 @@ def test_all_fail_posterior_matches_its_closed_form() -> None:
     assert np.allclose(p_failable_given_all_pass(n, Prior(0.2, 0.3, 1.0, 1.0)), expected)
 
 
-def test_all_fail_task_settles_exactly_where_the_posterior_crosses_the_confidence() -> None:
+def test_legacy_rule_settles_exactly_where_the_posterior_crosses_the_confidence() -> None:
     prior = Prior(0.3, 0.2, 1.0, 1.0)
-    policy = AdaptivePolicy(confidence=0.95)
+    policy = AdaptivePolicy(confidence=0.95, rule=LEGACY_RULE)
     # 0.5/(n+1) / (0.3 + 0.5/(n+1)) <= 0.05  <=>  n + 1 >= 0.5 * 0.95 / (0.05 * 0.3) = 31.67
     n = np.arange(1, 40, dtype=np.int64)
     open_ = unsettled(n, np.zeros_like(n), policy, prior)
     assert open_[n < 31].all() and not open_[n >= 31].any()
     # the same counts as all-pass: the prior has less mass at 1, so they stay open longer
     assert unsettled(_a(31), _a(31), policy, prior).all()
+
+
+def test_regret_rule_settles_where_the_cap_would_change_the_call_rarely_enough() -> None:
+    # Uniform middle: P(p > 0, a pass in n+1..cap | 0 of n) = πm (1/(n+1) − 1/(cap+1)) / (π0 + πm/(n+1)).
+    prior = Prior(0.3, 0.2, 1.0, 1.0)
+    cap = 40
+    n = np.arange(1, 41, dtype=np.int64)
+    expected = 0.5 * (1 / (n + 1) - 1 / (cap + 1)) / (0.3 + 0.5 / (n + 1))
+    assert np.allclose(pass_by_cap_given_all_fail(n, cap, prior), expected)
+    policy = AdaptivePolicy(max_per_task=cap, confidence=0.95)
+    open_ = unsettled(n, np.zeros_like(n), policy, prior)
+    assert open_.tolist() == (expected > 0.05).tolist()
+    assert open_[0] and not open_[-1]  # at the cap nothing is left to change the call
+
+
+def test_regret_rule_takes_the_least_favourable_plausible_prior() -> None:
+    # Two priors the data cannot tell apart: one says 0 of 6 is surely never solved, the other that such
+    # tasks are often merely hard. The rule must not stop on the word of the first.
+    sure = Prior(0.6, 0.1, 5.0, 1.0)
+    doubtful = Prior(0.3, 0.1, 0.3, 2.0)
+    rows = np.array([[p.never, p.always, p.a, p.b] for p in (sure, doubtful)])
+    policy = AdaptivePolicy(confidence=0.95)
+    n = np.array([6], np.int64)
+    assert not unsettled(n, np.zeros_like(n), policy, sure).any()
+    assert unsettled(n, np.zeros_like(n), policy, PriorFit(sure, rows)).all()
+
+
+def test_recorded_policies_without_a_rule_replay_the_legacy_rule() -> None:
+    assert AdaptivePolicy.from_dict({"initial": 2, "confidence": 0.95}).rule == LEGACY_RULE
+    assert AdaptivePolicy.from_dict(AdaptivePolicy().as_dict()) == AdaptivePolicy()
+    assert AdaptivePolicy().level == 0.99 and AdaptivePolicy(boundary=0.5).level == 0.95
 
 
 def test_more_confidence_needs_more_repeats() -> None:
@@ -109,7 +143,7 @@ def test_boundary_decision_uses_the_jeffreys_posterior() -> None:
 
 
 def test_classify_words_for_the_informative_decision() -> None:
-    prior = Prior(0.3, 0.3, 1.0, 1.0)  # 0 of 4: P(p > 0) = 0.21 (open); 0 of 30: 0.041 (settled)
+    prior = Prior(0.3, 0.3, 1.0, 1.0)  # 0 of 4: a pass by the cap is likely (open); 0 of 30: past the cap
     words = classify(_a(4, 30, 30, 4), _a(2, 0, 30, 0), AdaptivePolicy(), prior)
     assert words == ["informative", "never", "always", "open"]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rewardgym.analysis.signed_rank import wilcoxon_p
+from rewardgym.stats.signed_rank import wilcoxon_p
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 13, 14, 30, 50, 51, 80, 400])

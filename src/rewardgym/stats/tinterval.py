@@ -6,7 +6,7 @@ values are the normal case for a task a policy always or never solves, so the wa
 otherwise ``scipy.stats.t.interval(0.95, df=n-1, loc=mean, scale=sem)``, computed as scipy computes it
 (``stdtrit(df, q) * scale + loc`` at ``q = (1 - 0.95) / 2`` and ``(1 + 0.95) / 2``), so the digits match.
 The interval is not clipped. scipy's ``stdtrit`` is loaded on first use, without the rest of
-``scipy.special`` (see :mod:`rewardgym.profile.compute.special`).
+``scipy.special`` (see :mod:`rewardgym.stats.special`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from rewardgym.profile.compute.special import ufuncs
+from rewardgym.stats.special import ufuncs
 
 CONFIDENCE = 0.95
 
