@@ -10,10 +10,16 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install model demo test test-fast lint typecheck pytest format clean
 
+# The first install takes minutes (≈ 2.5 on a shared 2-core machine): each step says what it does, and pip
+# prints one line per package it fetches, so the terminal is never silent for long.
 $(STAMP): pyproject.toml
+	@echo "[install 1/3] Python virtual environment in $(VENV)/ (gym will be $(BIN)/gym)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "[install 2/3] rewardgym and its dependencies (a line per package; ≈ 2-3 min the first time)"
+	@bash -o pipefail -c "$(BIN)/python -m pip install --progress-bar off -e '.[dev]' \
+		| { grep --line-buffered -E '^(Collecting|Successfully installed)' || true; } | cut -c1-100"
+	@echo "[install 3/3] Debian's chromium for the report's browser tests (only when absent)"
 	@test -x $(CHROMIUM) || { echo "Installing Debian's chromium (for the report's browser tests)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	@touch $(STAMP)
@@ -25,23 +31,35 @@ model: $(STAMP)
 	$(BIN)/gym model fetch
 
 ## README command 1: start servers on the embedded model, collect the 24 demo tasks x8, profile, stop.
+## Ports: the servers take free ports in 10001-20000 (the head port too); PORTS=LOW-HIGH picks another range
+## (e.g. `make demo PORTS=30000-31000`), DEMO_ARGS='++key=value ...' passes any override to `gym eval run`.
+PORTS ?=
+DEMO_ARGS ?=
 demo: model
-	bash scripts/demo.sh
+	bash scripts/demo.sh $(if $(PORTS),++port_range_low=$(firstword $(subst -, ,$(PORTS))) \
+		++port_range_high=$(lastword $(subst -, ,$(PORTS)))) $(DEMO_ARGS)
+
+# Every test run by `make test` / `make test-fast` (CI runs `make test`) lists its slowest tests (wall time);
+# a test over its CPU-time budget fails (tests/budget.py: cpu_budget_s in pyproject.toml, lower here).
+DURATIONS ?= --durations=25 --durations-min=2
 
 ## README command 2: lint, format check, strict typing, full test suite (on both cores: pytest-xdist).
 test: model
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(DURATIONS) $(PYTEST_ARGS)
 
-## The unit tier while developing (~1-2 min): no crash/fault/load harness, no docs replay, no real model.
+FAST_CPU_BUDGET_S ?= 20
+
+## The unit tier while developing: no crash/fault/load harness, no docs replay, no real model (~190 s of
+## CPU: about 2 min on an idle 2-core machine, 7 min on one shared with other jobs). Every test within 20 s CPU.
 test-fast: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(XDIST) -q -m "not slow and not model" --ignore=tests/reliability \
-		--ignore=tests/docs --ignore=tests/authoring $(PYTEST_ARGS)
+		--ignore=tests/docs --ignore=tests/authoring -o cpu_budget_s=$(FAST_CPU_BUDGET_S) $(DURATIONS) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -107,20 +107,21 @@ def main() -> None:
 
     print("## Intervals and settled: coverage (target 93–97 %), wrongly settled tasks (target ≤ 5 %)\n")
     print(
-        "| pool | design | Jeffreys per task | mean pass rate (summary) | settled tasks "
-        "| outside their band |"
+        "| pool | design | Jeffreys per task (tasks with 0 < p < 1) | mean pass rate (summary) "
+        "| settled tasks | outside their band |"
     )
     print("|---|---|---|---|---|---|")
     for name in names:
         for design in DESIGNS:
             rs = [r.designs[design] for r in results[name]]
             jeff = float(np.mean([d.jeffreys_covered for d in rs]))
+            inner = float(np.nanmean([d.jeffreys_inner_covered for d in rs]))
             mean_cov = float(np.mean([d.mean_covered for d in rs]))
             settled = sum(d.settled for d in rs)
             wrong = sum(d.settled_wrong for d in rs)
             share = wrong / settled if settled else 0.0
-            print(f"| {name} | {design} | {100 * jeff:.1f} % | {100 * mean_cov:.1f} % | {settled} | "
-                  f"{100 * share:.1f} % |")  # fmt: skip
+            print(f"| {name} | {design} | {100 * jeff:.1f} % ({100 * inner:.1f} %) | {100 * mean_cov:.1f} % "
+                  f"| {settled} | {100 * share:.1f} % |")  # fmt: skip
 
     print("\n## Compare of two runs of the same policy: false verdicts (target ≤ 5 % + 2 SE)\n")
     print("| pool | fixed 8 vs fixed 8 | adaptive vs fixed 16 | limit |")
@@ -132,7 +133,9 @@ def main() -> None:
         print(f"| {name} | {100 * fixed:.1f} % | {100 * adaptive:.1f} % | {100 * limit:.1f} % "
               f"({_ok(max(fixed, adaptive) <= limit)}) |")  # fmt: skip
 
-    print("\n## Adaptive runs: per-task estimate bias by true p (pp; unbiased estimate / s over n)\n")
+    print(
+        "\n## Adaptive runs: per-task estimate bias by true p (pp; unbiased estimate ± its SE / s over n)\n"
+    )
     print(
         "| pool | "
         + " | ".join(f"p in ({lo:g}, {hi:g})" for lo, hi in BUCKETS)
@@ -147,7 +150,9 @@ def main() -> None:
             if counts[b] < 50:
                 cells.append("–")
                 continue
-            cells.append(f"{_pp(sums[0, b] / counts[b])} / {_pp(sums[1, b] / counts[b])}")
+            mean = sums[0, b] / counts[b]
+            se = math.sqrt(max(sums[2, b] / counts[b] - mean**2, 0.0) / counts[b])
+            cells.append(f"{_pp(mean)} ± {100 * se:.1f} / {_pp(sums[1, b] / counts[b])}")
         gaps = [r.call_gap for r in results[name]]
         saved = float(np.mean([r.saved for r in results[name]]))
         print(f"| {name} | {' | '.join(cells)} | {100 * saved:.0f} % | {_pp(float(np.mean(gaps)))} / "

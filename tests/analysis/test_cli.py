@@ -84,7 +84,7 @@ def test_profile_report_adds_files_and_keeps_profile_outputs_identical(tmp_path:
     run = cli("eval", "profile", "--inputs", str(inputs), "--rollouts", str(rollouts), "--report")
     assert run.returncode == 0, run.stderr
     assert {name: (tmp_path / name).read_bytes() for name in names} == before
-    assert run.stdout.startswith(plain.stdout.split("Wall time:")[0])
+    assert run.stdout.startswith(plain.stdout.split("Profiled ")[0])
     assert "GRPO: informative groups at G=8" in run.stdout and "Health: healthy" in run.stdout
     for name in (
         "run_analysis.json",

@@ -90,7 +90,7 @@ def test_health_check_command_reports_unreadable_lines(tmp_path: Path) -> None:
     path = write(tmp_path / "rollouts.jsonl", rows)
     path.write_bytes(path.read_bytes() + b"{not json\n")
     run = cli("eval", "health-check", str(tmp_path))
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 4, run.stderr  # unhealthy: the documented exit code
     assert run.stdout.splitlines()[:2] == [
         "Rollout health: 3 checked, 2 healthy, 1 unhealthy, 0 unobserved",
         f"Quality summary: {tmp_path / 'rollouts_quality_summary.json'}",
@@ -104,6 +104,22 @@ def test_health_check_command_reports_unreadable_lines(tmp_path: Path) -> None:
 def test_health_check_command_errors(tmp_path: Path) -> None:
     run = cli("eval", "health-check", str(tmp_path))
     assert run.returncode == 2 and f"Rollout JSONL not found: {tmp_path / 'rollouts.jsonl'}" in run.stderr
+    run = cli("eval", "health-check")
+    assert run.returncode == 2 and "--rollouts FILE" in run.stderr
+    run = cli("eval", "health-check", str(tmp_path), "--rollouts", str(tmp_path / "r.jsonl"))
+    assert run.returncode == 2 and "one of them" in run.stderr
+
+
+def test_health_check_takes_rollouts_like_analyze_and_exits_by_verdict(tmp_path: Path) -> None:
+    healthy = write(tmp_path / "good.jsonl", [rollout(t, r) for t in range(3) for r in range(2)])
+    run = cli("eval", "health-check", "--rollouts", str(healthy))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Health: healthy" in run.stdout and (tmp_path / "good_quality_summary.json").is_file()
+    sick = write(tmp_path / "bad.jsonl", [rollout(t, r, extracted=None) for t in range(3) for r in range(2)])
+    run = cli("eval", "health-check", "--rollouts", str(sick))
+    assert run.returncode == 4 and "Health: unhealthy" in run.stdout
+    assert cli("eval", "health-check", "--rollouts", str(sick), "--json").returncode == 4
+    assert cli("eval", "health-check", "--rollouts", str(sick), "--exit-zero").returncode == 0
 
 
 def test_demo_like_run_without_extracted_answers_is_unhealthy(tmp_path: Path) -> None:
@@ -168,7 +184,7 @@ def test_ignored_checks_do_not_run_and_are_recorded(tmp_path: Path) -> None:
         rollout(1, 0, text="same"), rollout(1, 1, text="same"), rollout(2, 0, reward=7.0),
     ]  # fmt: skip
     path = write(tmp_path / "rollouts.jsonl", rows)
-    args = ("eval", "health-check", str(tmp_path), "--workers", "1")
+    args = ("eval", "health-check", str(tmp_path), "--workers", "1", "--exit-zero")
     run = cli(*args, "--ignore-checks", "no_extracted_answer, repeats_identical,model_call_failed")
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[0] == (

@@ -132,6 +132,7 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
 
     from rewardgym.analysis import analyze_files
     from rewardgym.analysis.report import _data, _task_flags
+    from rewardgym.analysis.report_tasks import TaskInput
     from rewardgym.profile import BAND_LABELS
 
     rows = [rollout(t, r, reward=float(r % 2), text=f"</script><!-- {t}") for t in range(6) for r in range(3)]
@@ -140,6 +141,9 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
     analysis, columns = result.analysis, result.scan.columns
     texts = {0: "a < b", 4: "</script>"}
     p = analysis.passes
+    settle = analysis.repeats_to_settle
+    assert settle is not None
+    more = {"more": np.where(np.isfinite(settle), np.round(settle), -1).astype(np.int64)}
     payload = {
         "band_labels": list(BAND_LABELS),
         "tasks": {
@@ -148,6 +152,7 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
             "pe": np.round(analysis.p_all_equal, 3), "tok": np.round(analysis.mean_tokens, 1),
             "tps": np.round(analysis.tokens_per_solve, 1), "flags": _task_flags(analysis, columns),
             "ro": np.append(np.searchsorted(columns.task, p.task), len(columns)).astype(np.int64),
+            **more,
         },
         "rollouts": {
             "r": columns.rollout, "w": np.round(columns.reward, 4), "p": analysis.passed.astype(np.int8),
@@ -156,7 +161,9 @@ def test_the_page_data_written_in_pieces_is_the_whole_payload_dumped(tmp_path: P
         },
         "texts": {str(k): v for k, v in texts.items()},
         "row_task": {str(k): int(analysis.task_pos[k]) for k in texts},
+        "inputs": {"q": {"1": "<b>?"}, "m": {"1": "user: <b>?"}, "f": {"1": "{}"}},
     }  # fmt: skip
     whole = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).replace(b"<", b"\\u003c")
-    assert b"".join(_data(analysis, columns, texts)) == whole
+    inputs = {1: TaskInput("<b>?", "user: <b>?", "{}")}
+    assert b"".join(_data(analysis, columns, texts, inputs)) == whole
     assert b"</script>" not in whole

@@ -98,7 +98,7 @@ def test_offline_analysis_uses_the_recorded_range_and_the_flag_overrides(tmp_pat
     finding = {f.check: f for f in result.analysis.health.findings}["reward_out_of_range"]
     assert "[0, 10]" in finding.evidence and "reward_range" in finding.fix
     run = cli("eval", "health-check", str(tmp_path), "--reward-range", "0,1", "--json")
-    assert run.returncode == 0, run.stderr
+    assert run.returncode == 4, run.stderr  # half the rewards out of range: unhealthy
     assert orjson.loads(run.stdout)["run"]["issues"]["reward_out_of_range"] == 2
     _run_file(tmp_path, None)  # a run file without a declared range: [0, 1]
     result = analyze_files(None, rollouts, strict=False, health_only=True)

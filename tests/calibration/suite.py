@@ -66,6 +66,8 @@ class DesignResult:
 
     forecast_error: dict[int, float]
     jeffreys_covered: float
+    jeffreys_inner_covered: float
+    """Coverage over the tasks with 0 < p < 1 only (a task never or always solved is always covered)."""
     mean_covered: bool
     settled: int
     settled_wrong: int
@@ -77,7 +79,8 @@ class SeedResult:
     pass_at_k_error: dict[int, float]
     pass_at_k_monotone: bool
     bias_sum: FloatArray
-    """Per bucket: sum of (estimate − p) of the adaptive run's tasks, and of s / n (rows 0 and 1)."""
+    """Per bucket: sum of (estimate − p) of the adaptive run's tasks, and of s / n (rows 0 and 1), and the
+    sum of (estimate − p)² (row 2, for the standard error)."""
     bias_count: IntArray
     call_gap: float
     """Accuracy of fixed 16's never / sometimes / always calls minus the adaptive run's (paired)."""
@@ -136,6 +139,7 @@ def _design(p: FloatArray, pool: Pool, n: IntArray, s: IntArray, estimate: Float
     return DesignResult(
         forecast_error={g: shares[g] - true_share(p, g) for g in GROUPS},
         jeffreys_covered=float(np.mean((low <= p) & (p <= high))),
+        jeffreys_inner_covered=float(np.mean(((low <= p) & (p <= high))[(p > 0) & (p < 1)])),
         mean_covered=bool(interval[0] <= truth <= interval[1]),
         settled=int(settled.sum()),
         settled_wrong=int(wrong.sum()),
@@ -178,12 +182,13 @@ def run_seed(
     curve = [metrics[f"pass@{k}/accuracy"] for k in range(1, top + 1)]
     pass_error = {k: metrics[f"pass@{k}/accuracy"] / 100 - float(np.mean(1 - (1 - p) ** k)) for k in PASS_K}
     # bias of the adaptive run's per-task estimates, per true-p bucket
-    sums = np.zeros((2, len(BUCKETS)))
+    sums = np.zeros((3, len(BUCKETS)))
     counts = np.zeros(len(BUCKETS), np.int64)
     for b, (lo, hi) in enumerate(BUCKETS):
         inside = (p > lo) & (p < hi)
         sums[0, b] = float(np.sum(estimate[inside] - p[inside]))
         sums[1, b] = float(np.sum(s_a[inside] / n_a[inside] - p[inside]))
+        sums[2, b] = float(np.sum((estimate[inside] - p[inside]) ** 2))
         counts[b] = int(inside.sum())
     truth_call = np.where(p == 0, 0, np.where(p == 1, 2, 1))
     n16, s16 = fixed_counts[16]

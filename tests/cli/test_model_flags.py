@@ -103,7 +103,7 @@ def test_reverify_needs_no_model(tmp_path: Path) -> None:
         timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Starting 1 servers" in result.stdout and "Re-verified 5 rollouts (0 failed)" in result.stdout
+    assert "Starting 1 server (logs" in result.stdout and "Re-verified 5 rollouts (0 failed)" in result.stdout
     assert (tmp_path / "out" / "rescored.jsonl").read_bytes().count(b"\n") == 5
     logs = sorted(p.name for p in (tmp_path / "logs").glob("*.log") if not p.name.startswith("_"))
     assert logs == ["head_server.log", "string_match.log"]  # no model server
@@ -112,6 +112,8 @@ def test_reverify_needs_no_model(tmp_path: Path) -> None:
 COMMANDS = [
     ("config", "show"), ("env", "start"), ("env", "status"), ("env", "stop"), ("env", "list"),
     ("eval", "run"), ("eval", "profile"), ("eval", "reverify"), ("eval", "aggregate"), ("model", "fetch"),
+    ("eval", "compare"), ("eval", "health-check"), ("eval", "export"), ("eval", "analyze"),
+    ("data", "select"), ("env", "new"),
 ]  # fmt: skip
 
 
@@ -123,6 +125,7 @@ def test_help_gives_every_option_a_text_and_a_plain_value_label(
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "<bool>" not in text and "list[" not in text and "<str>" not in text, text
+    assert "<path>" not in text and "<parquet" not in text, text  # arguments and choices too
     # An option's own row starts "│ --name" (or "│ -m --name"); a wrapped help line may also hold "--x".
     rows = [line for line in text.splitlines() if re.match(r"│ [ *]{0,4}(?:-\w,? +)?--\w", line)]
     assert rows, text

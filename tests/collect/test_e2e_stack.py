@@ -2,7 +2,8 @@
 
 `gym eval run` starts a model server (openai_model → stub), an exact-match environment and simple_agent,
 collects the mcqa example rows with repeats, stops everything; `gym eval reverify` re-scores the stored
-responses through the environment's /verify and must reproduce every reward.
+responses through the environment's /verify and must reproduce every reward; `gym eval aggregate --serve`
+starts the stack again for the merge.
 """
 
 from __future__ import annotations
@@ -104,10 +105,21 @@ def test_run_then_reverify_reproduces_rewards(tmp_path: Path, upstream: Threaded
     assert first.returncode == 0, first.stdout + first.stderr
     assert sorted(map(key, _rows(tmp_path / "out" / "first4.jsonl"))) == sorted(map(key, rollouts[:4]))
 
+    # aggregate --serve starts the stack for the merge (no running `gym env start` needed).
+    merged = _gym(
+        "eval", "aggregate", "--serve", "--config", "stack.yaml", *model, "--input", "out/rollouts.jsonl",
+        "-o", "merged/all.jsonl", cwd=tmp_path,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "Starting 3 servers" in merged.stdout and "Merged 15 rollouts from 1 file(s)" in merged.stdout
+    assert sorted(map(key, _rows(tmp_path / "merged" / "all.jsonl"))) == sorted(map(key, rollouts))
+    assert (tmp_path / "merged" / "all_aggregate_metrics.json").is_file()
+
     # No secret in anything written or printed.
     written = b"".join(p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert API_KEY.encode() not in written
-    assert API_KEY not in run.stdout + run.stderr + again.stdout + again.stderr
+    printed = run.stdout + run.stderr + again.stdout + again.stderr + merged.stdout + merged.stderr
+    assert API_KEY not in printed
 
 
 def test_split_collects_the_datasets_the_config_lists(tmp_path: Path, upstream: ThreadedServer) -> None:

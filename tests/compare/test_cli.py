@@ -115,6 +115,9 @@ def test_task_key_and_ignore_key(tmp_path: Path) -> None:
     by_content = cli("eval", "compare", str(a), str(b), "-o", str(out))
     assert by_content.returncode == 1 and not out.exists()
     assert "tasks do not match across the runs" in by_content.stderr
+    # The message names the differing field, its two values and the exact flag that leaves it out.
+    assert "differ in responses_create_params.temperature (absent vs 0.7)" in by_content.stderr
+    assert "add --ignore-key responses_create_params.temperature;" in by_content.stderr
     for flags in (["--task-key", "uuid"], ["--ignore-key", "responses_create_params.temperature"]):
         run = cli("eval", "compare", str(a), str(b), "-o", str(out), "--no-html", *flags)
         assert run.returncode == 0, run.stderr
@@ -136,6 +139,7 @@ def test_unmatched_tasks_are_an_error_unless_allowed(tmp_path: Path) -> None:
     assert run.stderr.startswith("Error: tasks do not match across the runs")
     assert f"'{a}' (a): 2 of 20 tasks" in run.stderr and "question 18?" in run.stderr
     assert run.stderr.count("\n") == 1
+    assert "differ in" not in run.stderr  # missing tasks, not a differing field: the general advice
     assert out.read_bytes() == b'{"earlier": true}\n' and not out.with_suffix(".html").exists()
     run = cli("eval", "compare", str(a), str(b), "-o", str(out), "--allow-unmatched")
     assert run.returncode == 0, run.stderr
@@ -197,3 +201,12 @@ def test_inputs_given_explicitly(tmp_path: Path, runs: tuple[Path, Path]) -> Non
     assert run.returncode == 0, run.stderr
     assert _doc(out)["runs"][0]["inputs"] == str(moved)
     assert _doc(out)["comparisons"][0]["transitions"]["newly_failed"] == 1
+
+
+def test_the_outputs_go_beside_the_first_run_by_default(runs: tuple[Path, Path]) -> None:
+    a, b = runs
+    run = cli("eval", "compare", str(a), str(b))
+    assert run.returncode == 0, run.stderr
+    assert f"Wrote {a.parent / 'compare.json'}" in run.stdout
+    assert (a.parent / "compare.json").is_file() and (a.parent / "compare.html").is_file()
+    assert not (b.parent / "compare.json").exists()

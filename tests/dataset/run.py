@@ -20,6 +20,8 @@ IDENTICAL = 11
 """Every repeat of this task says the same: the analysis flags it ``repeats_identical``."""
 CUT_OFF = 0
 """Every repeat of this task is cut off at the cap: ``task_zero_all_cut_off``."""
+ONE_CUT_OFF = 7
+"""One (failed) repeat of this task is cut off: an unhealthy rollout, no task flag."""
 
 
 def task_row(t: int, domain: str | None = None) -> dict[str, Any]:
@@ -39,7 +41,8 @@ def _rollouts(materialized: list[dict[str, Any]], passes: dict[int, int]) -> lis
         task, rep = row["_ng_task_index"], row["_ng_rollout_index"]
         reward = 1.0 if rep < passes[task] else 0.0
         extra = {k: v for k, v in row.items() if k not in ("_ng_task_index", "_ng_rollout_index")}
-        if task == CUT_OFF and len(passes) == len(PASSES):
+        cut_off = task == CUT_OFF or (task == ONE_CUT_OFF and rep == 7)
+        if cut_off and len(passes) == len(PASSES):
             made = rollout(task, rep, reward, text="", out_tokens=64, status="incomplete", cap=64)
         elif task == IDENTICAL and len(passes) == len(PASSES):
             made = rollout(task, rep, reward, text="the same answer")

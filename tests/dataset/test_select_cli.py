@@ -63,8 +63,25 @@ def test_pass_rate_range_bands_and_flags(runs: Path, tmp_path: Path) -> None:
     assert manifest["counts"]["dropped_by_reason"] == {"flagged": 2}
     assert manifest["counts"]["kept_with_flags"] == 0
     done = cli("data", "select", str(runs / "main"), "-o", str(tmp_path / "d.jsonl"))
-    assert "Note: 2 kept tasks have health flags (--drop-flagged drops them)" in done.stdout
+    assert "Note: 2 kept tasks have task-level health flags (--drop-flagged drops them)" in done.stdout
     assert manifest["counts"]["per_band"]["0 %"] == {"kept": 1, "dropped": 1}
+
+
+def test_drop_unhealthy_rollouts_drops_tasks_the_task_flags_keep(runs: Path, tmp_path: Path) -> None:
+    summary = orjson.loads((runs / "main" / "run_quality_summary.json").read_bytes())
+    sick = sorted(int(k) for k, v in summary["tasks"].items() if v["unhealthy"] > 0)
+    flagged = sorted(int(k) for k, v in summary["tasks"].items() if v["flags"])
+    assert set(sick) - set(flagged), "the fixture needs a task with unhealthy rollouts but no task flag"
+    done = cli("data", "select", str(runs / "main"), "-o", str(tmp_path / "k.jsonl"), "--drop-flagged")
+    assert f"Note: {len(set(sick) - set(flagged))} kept tasks have unhealthy rollouts" in done.stdout
+    assert "(--drop-unhealthy-rollouts drops them)" in done.stdout
+    rows = _select(runs, tmp_path / "u.jsonl", "--drop-flagged", "--drop-unhealthy-rollouts")
+    assert _questions(rows) == [t for t in range(len(PASSES)) if t not in set(sick) | set(flagged)]
+    manifest = orjson.loads((tmp_path / "u.manifest.json").read_bytes())
+    assert manifest["counts"]["dropped_by_reason"] == {
+        "flagged": len(flagged), "unhealthy_rollouts": len(set(sick) - set(flagged)),
+    }  # fmt: skip
+    assert manifest["counts"]["kept_with_unhealthy_rollouts"] == 0
 
 
 def test_settled_only_and_pooling_across_profiles(runs: Path, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -149,3 +150,23 @@ def test_compute_aggregate_metrics_merges_environment_metrics() -> None:
     assert result.agent_metrics["tasks_seen"] == 1
     assert result.group_level_metrics[0]["custom"] == 7
     assert result.key_metrics == {"mean/reward": 0.5}
+
+
+def test_unequal_repeats_with_a_score_only_some_rollouts_carry() -> None:
+    def score(row: Mapping[str, Any]) -> dict[str, float | int | bool]:
+        out: dict[str, float | int | bool] = {"accuracy": float(row["reward"])}
+        if row.get("judged"):
+            out["judge"] = float(row["reward"])
+        return out
+
+    tasks = [
+        [{"reward": 1.0, "extracted_answer": "a", "judged": True}, {"reward": 0.0, "extracted_answer": "b"}],
+        [{"reward": 0.0, "extracted_answer": "c", "judged": True}],
+        [{"reward": 1.0, "extracted_answer": "a"}, {"reward": 1.0, "extracted_answer": "a"},
+         {"reward": 0.0, "extracted_answer": "d", "judged": True}],
+    ]  # fmt: skip
+    metrics, _ = pass_majority_metrics(tasks, score, answer_key="extracted_answer")
+    for k in (1, 2, 3):
+        assert 0.0 <= metrics[f"majority@{k}/judge"] <= 100.0
+        assert 0.0 <= metrics[f"pass@{k}/judge"] <= 100.0
+    assert metrics["pass@3/accuracy/tasks_with_k_rollouts"] == 1.0

@@ -35,4 +35,4 @@ def test_summary_lines_and_pass_rate_table(tmp_path: Path) -> None:
         (line,) = [line for line in lines if line.strip().startswith(band + " ")]
         assert line.split()[-3] == str(count)
     assert "Mean reward: 0.5000 (95 % CI" in table and "t-interval over 4 tasks" in table
-    assert "Wall time:" in table and "for 8 rollouts" in table
+    assert "Profiled 8 rollouts in " in table

@@ -4,6 +4,12 @@
 start`` (mcqa + simple_agent + vllm_model → stub) and ``gym eval run --no-serve``, samples the collector's
 RSS and every process's open file descriptors while it runs, then checks the outputs (every key a rollout
 with the verifier's reward, no failure), and that every server is still healthy (head ``/health``).
+
+Besides the raw descriptor count, each sample splits a server's descriptors into *live* TCP connections
+(every state but ``CLOSE_WAIT``) and descriptors that are not sockets. A connection its peer has closed sits
+in ``CLOSE_WAIT`` until the server's event loop gets to it, so on a loaded machine the raw count runs past
+any bound that holds on an idle one (1,636 over 1,600 was seen); live connections and non-socket
+descriptors are what a pool limit and the absence of a leak bound under any load.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ class Sample:
     t_s: float
     collector_rss: int
     fds: dict[str, int]
+    live_connections: dict[str, int] = field(default_factory=dict)
+    other_fds: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -57,6 +65,12 @@ class LoadReport:
     def peak_fds(self, name: str) -> int:
         return max((s.fds.get(name, 0) for s in self.samples), default=0)
 
+    def peak_live_connections(self, name: str) -> int:
+        return max((s.live_connections.get(name, 0) for s in self.samples), default=0)
+
+    def peak_other_fds(self, name: str) -> int:
+        return max((s.other_fds.get(name, 0) for s in self.samples), default=0)
+
     @property
     def rss_mib(self) -> list[float]:
         return [s.collector_rss / 2**20 for s in self.samples]
@@ -70,6 +84,29 @@ def _measure(procs: dict[str, psutil.Process]) -> dict[str, int]:
         except psutil.Error:
             continue
     return fds
+
+
+def _split(proc: psutil.Process) -> tuple[int, int]:
+    """(TCP connections not in ``CLOSE_WAIT``, descriptors that are not sockets) of ``proc``."""
+    live = sum(1 for c in proc.net_connections(kind="inet") if c.status != psutil.CONN_CLOSE_WAIT)
+    other = 0
+    folder = Path(f"/proc/{proc.pid}/fd")
+    for entry in folder.iterdir():
+        try:
+            other += not entry.readlink().name.startswith("socket:")
+        except OSError:  # closed since the listing
+            continue
+    return live, other
+
+
+def _measure_servers(procs: dict[str, psutil.Process]) -> tuple[dict[str, int], dict[str, int]]:
+    live, other = {}, {}
+    for name, proc in procs.items():
+        try:
+            live[name], other[name] = _split(proc)
+        except (psutil.Error, OSError):
+            continue
+    return live, other
 
 
 def run_load(work: Path, *, rollouts: int, concurrency: int, sample_every_s: float = 0.5) -> LoadReport:
@@ -130,7 +167,8 @@ def _collect(
             except psutil.Error:
                 return
             fds = _measure({"collector": collector, **servers})
-            report.samples.append(Sample(time.monotonic() - started, rss, fds))
+            live, other = _measure_servers(servers)
+            report.samples.append(Sample(time.monotonic() - started, rss, fds, live, other))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

@@ -30,6 +30,7 @@ from rewardgym.analysis.uncertainty import (
     TaskPasses,
     band_table,
     pass_counts,
+    repeats_to_settle,
     task_passes,
 )
 from rewardgym.profile import BAND_LABELS
@@ -84,6 +85,12 @@ class Analysis:
     mean_tokens: np.ndarray
     tokens_per_solve: np.ndarray
     p_all_equal: np.ndarray
+    repeats_to_settle: np.ndarray | None = None
+    """Per task (in ``passes`` order), how many more repeats would settle it
+    (:func:`rewardgym.analysis.uncertainty.repeats_to_settle`; 0 when settled) — ``inf`` when not even
+    1,024 more would, NaN without counted rollouts. ``document["uncertainty"]["repeats_to_settle"]`` is
+    their sum over the unsettled tasks within reach; the report's task browser shows the per-task column,
+    the bands section and ``gym eval analyze`` the overall number."""
 
 
 def _share(value: float | None) -> float | None:
@@ -249,6 +256,23 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
             document["per_task"]["observed_pass_rate"] = np.where(
                 passes.n > 0, passes.passes / np.maximum(passes.n, 1), np.nan
             )
+    more = repeats_to_settle(
+        passes.n, passes.passes, passes.prior, settings.settle_epsilon, settings.confidence
+    )
+    settle = np.where(passes.n == 0, np.nan, np.where(more < 0, np.inf, more.astype(np.float64)))
+    reach = (more > 0) & ~passes.settled
+    document["uncertainty"]["repeats_to_settle"] = int(more[reach].sum())
+    document["uncertainty"]["unsettled_beyond_reach"] = int(np.count_nonzero((more < 0) & (passes.n > 0)))
     return Analysis(
-        document, passes, health, forecast, task_pos, passed, counted, mean_tokens, per_solve, p_equal
+        document,
+        passes,
+        health,
+        forecast,
+        task_pos,
+        passed,
+        counted,
+        mean_tokens,
+        per_solve,
+        p_equal,
+        repeats_to_settle=settle,
     )

@@ -160,7 +160,11 @@ def dataset_findings(
                 "repeats_identical", level, count, eligible, "tasks",
                 f"every repeat of {count} of {eligible} tasks ({_pct(count, eligible)}) "
                 "returned the same text",
-                "sampling is deterministic: set temperature > 0 and make sure the server honours the seed",
+                # Most often the repeats share one seed (or none, with a server that seeds by default):
+                # the flag that gives each its own comes first, the temperature second.
+                "give every repeat its own seed (gym eval run --num-repeats-add-seed): repeats that share "
+                "a seed come back identical even at temperature > 0; with seeds, check that the "
+                "temperature reaches the server",
                 [(int(t), None) for t in tasks],
             )
         )  # fmt: skip

@@ -18,9 +18,10 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
-from rewardgym.analysis.check_ids import ALL_CHECKS, ROLLOUT_CHECKS, TASK_CHECKS
+from rewardgym.analysis.check_ids import ROLLOUT_CHECKS, TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
 from rewardgym.analysis.health import DETAILS, Health
+from rewardgym.analysis.health_view import issue_counts
 
 _HEALTHY = (
     b'{"_ng_task_index":%d,"_ng_rollout_index":%d,"rollout_id":"%d-%d",'
@@ -109,17 +110,7 @@ def health_summary(columns: RolloutColumns, health: Health, unreadable: int) -> 
     records = len(columns) + unreadable
     bad = health.unhealthy
     unhealthy = int(np.count_nonzero(bad)) + unreadable
-    issues = {check: 0 for check in ALL_CHECKS}
-    for check in ROLLOUT_CHECKS:
-        issues[check] = int(np.count_nonzero(health.rollout_flags[check]))
-    issues["record_unreadable"] = unreadable
-    for check in TASK_CHECKS:
-        issues[check] = int(np.count_nonzero(health.task_flags[check]))
-    issues["task_no_successful_model_calls"] += int(health.failure_tasks.shape[0])
-    issues["task_not_collected"] = int(health.uncollected_tasks.shape[0])
-    issues["collection_failures"] = next(
-        (f.count for f in health.findings if f.check == "collection_failures"), 0
-    )
+    issues = issue_counts(health, unreadable)  # the same counts the CLI and the report show
     tasks_n = health.task_ids.shape[0]
     coverage = {c: {"evaluated": records, "unobserved": 0, "ignored": 0} for c in ROLLOUT_CHECKS}
     coverage.update({c: {"evaluated": tasks_n, "unobserved": 0, "ignored": 0} for c in TASK_CHECKS})

@@ -3,12 +3,17 @@
 Contract of :func:`start_report(handle, paths, analysis, scan)`: writes the page to ``handle`` (the
 caller's temp file) in two steps — all but the profile's metrics now, the rest when the returned call is
 made. It holds
-run identity and counts, the health verdict and findings with example rollouts, the band histogram
-(settled tasks darker), the GRPO forecast curve, reward-vs-length charts, the profile's agent- and
-repeat-level metrics (when the profile files sit beside the rollouts) and a task browser over every task.
-Response text is embedded for at most :data:`TEXT_ROLLOUTS` rollouts (the finding examples first, then
-the first tasks), each cut at :data:`TEXT_CHARS` characters; other rollouts show their line number. The
-page loads nothing from anywhere: no CDN, no font, no request.
+run identity and counts, the health section (:mod:`.report_health`: verdict, rollout- and task-level
+counts, findings with example rollouts), the band histogram (settled tasks darker), the GRPO forecast
+curve, reward-vs-length charts, the profile's agent- and repeat-level metrics (when the profile files sit
+beside the rollouts) and a task browser over every task, which shows what each task is — its prompt and
+its input row's other fields (:mod:`.report_tasks`, for the first :data:`~.report_tasks.TASK_ROWS` tasks
+and the findings' example tasks) — and searches them. Response text is embedded for at most
+:data:`TEXT_ROLLOUTS` rollouts (the finding examples first, then the first tasks), each cut at
+:data:`TEXT_CHARS` characters; other rollouts show their line number. When the analysis provides how many
+more repeats would settle each task (``Analysis.repeats_to_settle``, see :mod:`.document`), the browser
+shows it per task and the bands section overall. The page loads nothing from anywhere: no CDN, no font,
+no request.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import orjson
 from rewardgym.analysis.columns import RolloutColumns
 from rewardgym.analysis.document import Analysis
 from rewardgym.analysis.extract import response_text
+from rewardgym.analysis.report_health import health_section
 from rewardgym.analysis.report_page import CSS, JS
+from rewardgym.analysis.report_tasks import TASK_ROWS, TaskInput, task_inputs
 from rewardgym.analysis.scan import Scan
 from rewardgym.analysis.sidecars import AnalysisPaths, read_json
 from rewardgym.profile import BAND_LABELS
@@ -83,7 +90,9 @@ def _task_flags(analysis: Analysis, columns: RolloutColumns) -> np.ndarray:
     return flags
 
 
-def _data(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> Iterator[bytes]:
+def _data(
+    analysis: Analysis, columns: RolloutColumns, texts: dict[int, str], inputs: dict[int, TaskInput]
+) -> Iterator[bytes]:
     """The page's data as the JSON ``orjson`` gives the whole payload, a column at a time: at 10^6
     rollouts it is 40 MB, which as one string (and its escaped copy, and the rounded columns) would all be
     held at once. Only strings can hold ``<``: escaping it in them keeps "</script>" and "<!--" in
@@ -99,6 +108,9 @@ def _data(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) ->
         "flags": lambda: _task_flags(analysis, columns),
         "ro": lambda: np.append(starts, len(columns)).astype(np.int64),
     }  # fmt: skip
+    if analysis.repeats_to_settle is not None:  # the statistics' hook (see document.Analysis)
+        settle = analysis.repeats_to_settle
+        tasks["more"] = lambda: np.where(np.isfinite(settle), np.round(settle), -1).astype(np.int64)
     rollouts: dict[str, Callable[[], Any]] = {
         "r": lambda: columns.rollout, "w": lambda: np.round(columns.reward, 4),
         "p": lambda: analysis.passed.astype(np.int8), "o": lambda: columns.output_tokens,
@@ -113,7 +125,13 @@ def _data(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) ->
             yield (b"," if position else b"") + b'"' + key.encode() + b'":' + value
         yield b"}"
     yield b',"texts":' + orjson.dumps({str(k): v for k, v in texts.items()}).replace(b"<", b"\\u003c")
-    yield b',"row_task":' + orjson.dumps({str(k): int(analysis.task_pos[k]) for k in texts}) + b"}"
+    yield b',"row_task":' + orjson.dumps({str(k): int(analysis.task_pos[k]) for k in texts})
+    described = {
+        "q": {str(k): v.prompt for k, v in inputs.items()},
+        "m": {str(k): v.messages for k, v in inputs.items()},
+        "f": {str(k): v.fields for k, v in inputs.items()},
+    }
+    yield b',"inputs":' + orjson.dumps(described).replace(b"<", b"\\u003c") + b"}"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -122,6 +140,12 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return f"{value:,.{digits}f}"
     return f"{value:,}" if isinstance(value, int) else escape(str(value))
+
+
+_TIPS = {
+    "collection time": "wall time of the collection: from the materialized inputs being written to the "
+    "rollouts file's last write (not the time this analysis or the profile took)",
+}
 
 
 def _facts(doc: dict[str, Any]) -> str:
@@ -136,7 +160,7 @@ def _facts(doc: dict[str, Any]) -> str:
         ("materialized", _fmt(materialized)),
         ("completion", "–" if completion is None else f"{100 * completion:.1f} %"),
         ("failures", f"{failures['total']:,} ({escape(by_class)})"),
-        ("wall time", "–" if run["wall_time_s"] is None else f"{run['wall_time_s']:,.1f} s"),
+        ("collection time", "–" if run["wall_time_s"] is None else f"{run['wall_time_s']:,.1f} s"),
         ("pass rate", "–" if doc["uncertainty"]["pass_rate_overall"] is None
          else f"{100 * doc['uncertainty']['pass_rate_overall']:.1f} %"),
         ("agents", escape(", ".join(run["agents"]) or "–")),
@@ -147,49 +171,13 @@ def _facts(doc: dict[str, Any]) -> str:
         settings = f"<details><summary>run settings (_run.json)</summary><pre>{shown}</pre></details>"
     return (
         '<div class="facts">'
-        + "".join(f"<div><span class=muted>{k}</span><b>{v}</b></div>" for k, v in items)
+        + "".join(
+            f'<div title="{escape(_TIPS.get(k, ""))}"><span class=muted>{k}</span><b>{v}</b></div>'
+            for k, v in items
+        )
         + "</div>"
         + settings
     )
-
-
-def _findings(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> str:
-    health = analysis.document["health"]
-    out = [f'<p>Verdict: <span class="verdict v-{health["verdict"]}">{health["verdict"]}</span></p>']
-    if not health["findings"]:
-        out.append("<p class=muted>No check fired.</p>")
-    for finding in health["findings"]:
-        rows = []
-        for example in finding["examples"]:
-            task, rollout = example["_ng_task_index"], example["_ng_rollout_index"]
-            start = int(np.searchsorted(columns.task, task))
-            end = int(np.searchsorted(columns.task, task, side="right"))
-            for i in range(start, end):
-                if rollout in (None, int(columns.rollout[i])):
-                    text = texts.get(i)
-                    shown = (
-                        "<pre>" + escape(text) + "</pre>"
-                        if text
-                        else f"<span class=muted>line {columns.line[i]}</span>"
-                    )
-                    rows.append(
-                        f"<tr><td>{task}</td><td>{int(columns.rollout[i])}</td><td class=num"
-                        f">{_fmt(float(columns.reward[i]))}</td>"
-                        f"<td class=num>{_fmt(float(columns.output_tokens[i]), 0)}</td><td>{shown}</td></tr>"
-                    )
-                    if rollout is not None or len(rows) >= 8:
-                        break
-        header = (
-            "<table><tr><th>task</th><th>rollout</th><th class=num>reward</th>"
-            "<th class=num>output tokens</th><th>response</th></tr>"
-        )
-        table = header + "".join(rows[:8]) + "</table>" if rows else ""
-        out.append(
-            f'<div class="finding {finding["severity"]}" data-check="{escape(finding["check"])}"><b>'
-            f"[{finding['severity']}] {escape(finding['check'])}</b> — {escape(finding['evidence'])}"
-            f'<div class="fix">Likely fix: {escape(finding["fix"])}</div>{table}</div>'
-        )
-    return "".join(out)
 
 
 def _browser() -> str:
@@ -201,21 +189,27 @@ def _browser() -> str:
     columns = (("t", "task"), ("s", "passes"), ("rate", "rate"), ("band", "band"), ("lo", "95 % interval"),
                ("settled", "settled"), ("pe", "P(no signal)"), ("tok", "mean tokens"),
                ("tps", "tokens/solve"),
-               ("flags", "flags"))  # fmt: skip
+               ("flags", "flags"), ("q", "prompt"))  # fmt: skip
     head = "".join(f'<span data-key="{k}">{escape(v)}</span>' for k, v in columns)
     return (
         '<h2>Tasks</h2><div class="controls"><label>band <select id="f-band"><option value="">all</option>'
         f'{bands}</select></label><label>show <select id="f-flag"><option value="">all tasks</option'
         f">{options}"
-        '</select></label><label>search <input id="f-text" type="search" placeholder="task index or'
-        ' response text">'
+        '</select></label><label>search <input id="f-text" type="search" placeholder="task index, prompt,'
+        ' expected answer or response text">'
         '</label><span id="shown-count" class="muted"></span></div>'
         f'<div class="head">{head}</div><div id="viewport"><div id="spacer"></div></div><div'
         ' id="detail"></div>'
     )
 
 
-def _opening(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str]) -> Iterator[bytes]:
+def _opening(
+    analysis: Analysis,
+    columns: RolloutColumns,
+    texts: dict[int, str],
+    inputs: dict[int, TaskInput],
+    unreadable: int,
+) -> Iterator[bytes]:
     """The page up to the profile's metrics: everything the analysis alone decides, the task data last."""
     from rewardgym.analysis.report_sections import bands_section, grpo_section, length_section
 
@@ -232,7 +226,7 @@ def _opening(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str])
         f"<header><h1>rewardgym analysis — {escape(Path(doc['run']['rollouts_file']).name)}</h1>"
         f"<div class=muted>{escape(doc['run']['rollouts_file'])} · generated {generated}</div"
         f">{_facts(doc)}</header>"
-        f"<main><section id=health><h2>Health</h2>{_findings(analysis, columns, texts)}</section>"
+        f"<main><section id=health>{health_section(analysis, columns, texts, unreadable)}</section>"
         f"<section id=bands>{bands_section(doc)}</section><section id=grpo>{grpo_section(doc)}</section>"
         f"<section id=length>{length_section(doc, analysis)}</section>"
     )
@@ -240,7 +234,7 @@ def _opening(analysis: Analysis, columns: RolloutColumns, texts: dict[int, str])
     # all of the page but the profile's metrics can be written before the profile has written them.
     yield (head + body).encode()
     yield b'<script type="application/json" id="report-data">'
-    yield from _data(analysis, columns, texts)
+    yield from _data(analysis, columns, texts, inputs)
     yield b"</script>"
 
 
@@ -260,9 +254,24 @@ def render_report(
     texts: dict[int, str],
     agent_metrics: Any,
     repeat_metrics: Any,
+    inputs: dict[int, TaskInput] | None = None,
+    unreadable: int = 0,
 ) -> bytes:
     """The whole page (pure)."""
-    return b"".join([*_opening(analysis, columns, texts), _closing(agent_metrics, repeat_metrics)])
+    opening = _opening(analysis, columns, texts, inputs or {}, unreadable)
+    return b"".join([*opening, _closing(agent_metrics, repeat_metrics)])
+
+
+def _described_tasks(analysis: Analysis) -> list[int]:
+    """Task positions whose input row the page embeds: the findings' example tasks, then the first."""
+    chosen = dict.fromkeys(
+        int(p)
+        for f in analysis.health.findings
+        for task, _ in f.examples
+        for p in np.flatnonzero(analysis.passes.task == task)[:1].tolist()
+    )
+    chosen.update(dict.fromkeys(range(min(analysis.passes.task.shape[0], TASK_ROWS))))
+    return list(chosen)[:TASK_ROWS]
 
 
 def start_report(
@@ -272,7 +281,13 @@ def start_report(
     writes the rest: it reads ``<stem>_agent_metrics.json`` / ``<stem>_repeat_level_metrics.json`` then,
     so that ``profile --report`` can write the bulk of the page while the profile still writes those."""
     columns = scan.columns
-    for piece in _opening(analysis, columns, _texts(scan.path, columns, _text_rows(analysis, columns))):
+    texts = _texts(scan.path, columns, _text_rows(analysis, columns))
+    given = analysis.document["run"].get("inputs_file")
+    inputs, _ = task_inputs(
+        Path(given) if given else paths.materialized, scan.path, columns, analysis.passes.task,
+        _described_tasks(analysis),
+    )  # fmt: skip
+    for piece in _opening(analysis, columns, texts, inputs, len(scan.unreadable)):
         handle.write(piece)
 
     def finish() -> None:

@@ -28,15 +28,19 @@ svg .axis{font-size:12px;fill:var(--fg)}svg .value{font-size:11px;fill:var(--fg)
 svg .bar-strong{fill:var(--strong)}svg .line{fill:none;stroke-width:2}svg .line.s0,svg .dot.s0{stroke:var(--strong);fill:var(--strong)}
 svg .line.s1,svg .dot.s1{stroke:#d0792b;fill:#d0792b}svg .line.s2,svg .dot.s2{stroke:#3c9a5f;fill:#3c9a5f}
 svg .line{fill:none!important}svg .line.s1{stroke-dasharray:6 4}svg .legend{font-size:12px}svg .legend.s0{fill:var(--strong)}svg .legend.s1{fill:#d0792b}
-svg .legend.s2{fill:#3c9a5f}svg .cell{fill:var(--strong)}
+svg .legend.s2{fill:#3c9a5f}svg .cell{fill:var(--strong)}svg .missing{font-size:11px;fill:var(--muted)}
 .controls{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin-bottom:8px}
 .controls input,.controls select{font:inherit;padding:3px 6px}
 #viewport{height:480px;overflow-y:auto;border:1px solid var(--line);position:relative;background:#fff}
 #spacer{position:relative}.row{position:absolute;left:0;right:0;height:24px;display:grid;
-grid-template-columns:80px 60px 60px 80px 130px 90px 80px 90px 100px 1fr;gap:6px;padding:2px 8px;cursor:pointer;
+grid-template-columns:var(--cols);gap:6px;padding:2px 8px;cursor:pointer;
 border-bottom:1px solid #f0f2f6;white-space:nowrap;overflow:hidden}.row:hover{background:#eef3fb}
-.head{display:grid;grid-template-columns:80px 60px 60px 80px 130px 90px 80px 90px 100px 1fr;gap:6px;padding:4px 8px;
+.row span{overflow:hidden;text-overflow:ellipsis}
+#tasks{--cols:60px 60px 60px 80px 120px 80px 80px 80px 90px 130px minmax(160px,1fr)}
+#tasks.with-more{--cols:60px 60px 60px 80px 120px 80px 80px 80px 90px 130px 90px minmax(160px,1fr)}
+.head{display:grid;grid-template-columns:var(--cols);gap:6px;padding:4px 8px;
 font-weight:600;color:var(--muted);border:1px solid var(--line);border-bottom:0;background:var(--bg)}
+.task-input{display:grid;grid-template-columns:1fr 1fr;gap:12px;margin:8px 0}.task-input pre{max-height:320px}
 .head span{cursor:pointer;user-select:none}.head span[data-dir]::after{content:attr(data-dir)}
 #detail{margin-top:12px}.cut{color:var(--bad);font-weight:600}.pass{color:var(--ok);font-weight:600}
 """
@@ -58,6 +62,11 @@ function flagText(f){ const out = [];
   if (f & FLAG.cut) out.push("cut-off"); if (f & FLAG.unhealthy) out.push("unhealthy");
   if (f & FLAG.identical) out.push("identical"); if (f & FLAG.zerocut) out.push("0 %, all cut");
   if (f & FLAG.noanswer) out.push("no answer"); return out.join(", "); }
+const Q = D.inputs.q, M = D.inputs.m, F = D.inputs.f, MORE = T.more;
+if (MORE) { document.getElementById("tasks").classList.add("with-more");
+  const s = document.createElement("span"); s.dataset.key = "more"; s.textContent = "more repeats to settle";
+  const head = document.querySelector(".head"); head.insertBefore(s, head.lastElementChild); }
+function moreText(v){ return v === undefined ? "" : v < 0 ? "never" : v === 0 ? "settled" : "+" + v; }
 function render(){
   spacer.style.height = (shown.length * ROW) + "px";
   const first = Math.max(0, Math.floor(vp.scrollTop / ROW) - 5);
@@ -70,13 +79,16 @@ function render(){
       (BANDS[T.band[i]] || "–") + '</span><span>' + pct(T.lo[i]) + " – " + pct(T.hi[i]) + '</span><span>' +
       (T.settled[i] ? "settled" : "unsettled") + '</span><span>' + fmt(T.pe[i], 2) + '</span><span>' +
       fmt(T.tok[i], 0) + '</span><span>' + fmt(T.tps[i], 0) + '</span><span>' + flagText(T.flags[i]) +
-      "</span></div>");
+      "</span>" + (MORE ? "<span>" + moreText(MORE[i]) + "</span>" : "") + '<span title="' +
+      esc(Q[i] || "") + '">' + esc(Q[i] || "") + "</span></div>");
   }
   spacer.innerHTML = parts.join("");
   count.textContent = shown.length.toLocaleString() + " of " + N.toLocaleString() + " tasks";
 }
 function textHits(q){ const hit = new Set();
   for (const [row, text] of Object.entries(D.texts)) { if (text.toLowerCase().includes(q)) hit.add(D.row_task[row]); }
+  for (const table of [M, F]) for (const [i, text] of Object.entries(table)) {
+    if (text.toLowerCase().includes(q)) hit.add(Number(i)); }
   return hit; }
 function applyFilters(){
   const band = document.getElementById("f-band").value, flag = document.getElementById("f-flag").value;
@@ -96,7 +108,7 @@ function applyFilters(){
 }
 function sortBy(key){
   sortDir = key === sortKey ? -sortDir : 1; sortKey = key;
-  const col = T[key];
+  const col = key === "q" ? Array.from({length: N}, (_, i) => Q[i] === undefined ? null : Q[i]) : T[key];
   const idx = Array.from(order);
   idx.sort((a, b) => { const x = col[a], y = col[b];
     if (x === y) return T.t[a] - T.t[b]; if (x === null) return 1; if (y === null) return -1;
@@ -119,8 +131,14 @@ function openTask(i){
       " of the rollouts file</span>" : "<pre>" + esc(text) + "</pre>") + "</td></tr>");
   }
   const box = document.getElementById("detail");
+  const about = M[i] === undefined ? '<p class="muted">Input row not embedded (the page holds the first ' +
+    "tasks' rows).</p>" : '<div class="task-input"><div><h3>prompt</h3><pre id="detail-prompt">' + esc(M[i]) +
+    '</pre></div><div><h3>expected answer and other fields</h3><pre id="detail-fields">' +
+    esc(F[i] || "(none)") + "</pre></div></div>";
   box.innerHTML = "<h2>Task " + T.t[i] + " — " + T.s[i] + " of " + T.n[i] + " passed (" + pct(T.rate[i]) +
-    ", 95 % interval " + pct(T.lo[i]) + " – " + pct(T.hi[i]) + ")</h2><table id=detail-table><tr><th>rollout</th>" +
+    ", 95 % interval " + pct(T.lo[i]) + " – " + pct(T.hi[i]) +
+    (MORE ? "; more repeats to settle: " + moreText(MORE[i]) : "") + ")</h2>" + about +
+    "<table id=detail-table><tr><th>rollout</th>" +
     "<th class=num>reward</th><th>result</th><th class=num>output tokens</th><th>cut off</th><th>health</th>" +
     "<th>response</th></tr>" + rows.join("") + "</table>";
   box.scrollIntoView({block: "nearest"});

@@ -24,6 +24,18 @@ def _share(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f} %"
 
 
+def settle_sentence(uncertainty: dict[str, Any]) -> str:
+    """The overall "more repeats to settle" when the statistics provide it (a hook: see
+    ``document.Analysis.repeats_to_settle``); empty otherwise."""
+    more = uncertainty.get("repeats_to_settle")
+    if not isinstance(more, (int, float)) or isinstance(more, bool):
+        return ""
+    return (
+        f' <span id="repeats-to-settle">About {more:,.0f} more repeats would settle the unsettled'
+        " tasks.</span>"
+    )
+
+
 def _design_note(uncertainty: dict[str, Any]) -> str:
     if uncertainty.get("design") != "adaptive":
         return ""
@@ -51,7 +63,8 @@ def bands_section(doc: dict[str, Any]) -> str:
         f" {doc['settings']['pass_threshold']}."
         f" {u['settled']:,} of {u['tasks']:,} tasks settled (at least 95 % of the task's posterior, under"
         " the prior fitted to this run's tasks, inside its band; point bands"
-        f" widened by {doc['settings']['settle_epsilon']}).{_design_note(u)}</p><div class=grid2>{chart}"
+        f" widened by {doc['settings']['settle_epsilon']}).{_design_note(u)}{settle_sentence(u)}</p>"
+        f"<div class=grid2>{chart}"
         "<table><tr>"
         "<th>band</th>"
         f"<th class=num>tasks</th><th class=num>settled</th></tr>{rows}</table></div>"
@@ -97,15 +110,16 @@ def grpo_section(doc: dict[str, Any]) -> str:
 def length_section(doc: dict[str, Any], analysis: Analysis) -> str:
     length = doc["length"]
     deciles = length["deciles"]
-    labels = [f"≤{d['max_tokens']:,.0f}" if d["max_tokens"] is not None else "–" for d in deciles]
+    labels = [f"≤{d['max_tokens']:,.0f}" if d["max_tokens"] is not None else "" for d in deciles]
     decile_chart = bar_chart(
         "length-deciles", "Pass rate by output-length decile", labels, [d["pass_rate"] for d in deciles],
-        percent=True, y_label="pass rate", x_label="output tokens (decile upper edge)",
+        percent=True, y_label="pass rate", x_label="output tokens (decile upper edge)", missing="no rollouts",
     )  # fmt: skip
     trunc = length["truncation"]
     trunc_chart = bar_chart(
         "truncation", "Pass rate of cut-off vs complete rollouts", ["cut off", "complete"],
         [trunc["pass_rate_cut_off"], trunc["pass_rate_complete"]], percent=True, y_label="pass rate",
+        missing="no rollouts",
     )  # fmt: skip
     tokens = analysis.mean_tokens
     finite = np.isfinite(tokens) & (analysis.passes.band >= 0)

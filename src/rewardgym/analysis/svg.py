@@ -1,7 +1,9 @@
 """Inline SVG charts for the HTML report (pure string building; no I/O, no external library).
 
 Every chart is a self-contained ``<svg>`` element with a ``<title>`` and ``data-chart`` naming it, axis
-labels and numbers as text (readable without hovering), colours from CSS classes of the report.
+labels and numbers as text (readable without hovering), colours from CSS classes of the report. Legends and
+colour keys sit outside the plot area (a band above it, a strip beside it), so they never cover data; a
+bar without a value says so in words (``missing``, e.g. "no rollouts") instead of a dash.
 """
 
 from __future__ import annotations
@@ -22,17 +24,19 @@ def _frame(name: str, title: str, body: list[str], width: int = W, height: int =
     )
 
 
-def _y_axis(top: float, label: str, width: int = W, height: int = H, percent: bool = False) -> list[str]:
+def _y_axis(
+    top: float, label: str, width: int = W, height: int = H, percent: bool = False, plot_top: int = TOP
+) -> list[str]:
     out = []
     for k in range(5):
         value = top * k / 4
-        y = height - BOTTOM - (height - TOP - BOTTOM) * k / 4
+        y = height - BOTTOM - (height - plot_top - BOTTOM) * k / 4
         text = f"{100 * value:.0f} %" if percent else f"{value:,.0f}"
         out.append(f'<line class="grid" x1="{LEFT}" x2="{width - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
         out.append(f'<text class="tick" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{text}</text>')
     out.append(
-        f'<text class="axis" x="12" y="{(height - BOTTOM + TOP) / 2:.0f}" '
-        f'transform="rotate(-90 12 {(height - BOTTOM + TOP) / 2:.0f})" text-anchor="middle"'
+        f'<text class="axis" x="12" y="{(height - BOTTOM + plot_top) / 2:.0f}" '
+        f'transform="rotate(-90 12 {(height - BOTTOM + plot_top) / 2:.0f})" text-anchor="middle"'
         f">{escape(label)}</text>"
     )
     return out
@@ -48,8 +52,10 @@ def bar_chart(
     y_label: str = "",
     percent: bool = False,
     x_label: str = "",
+    missing: str = "no value",
 ) -> str:
-    """Vertical bars; ``highlight`` draws a darker part of each bar (e.g. settled tasks)."""
+    """Vertical bars; ``highlight`` draws a darker part of each bar (e.g. settled tasks); a ``None`` value
+    is written as ``missing`` upright in its slot."""
     numbers = [v or 0.0 for v in values]
     top = 1.0 if percent else max(max(numbers, default=0.0), 1.0)
     if not percent:
@@ -72,10 +78,17 @@ def bar_chart(
                 f'<rect class="bar-strong" x="{x:.1f}" y="{H - BOTTOM - hh:.1f}" width="{width:.1f}" '
                 f'height="{hh:.1f}"/>'
             )
-        body.append(
-            f'<text class="value" x="{x + width / 2:.1f}" y="{H - BOTTOM - h - 4:.1f}" '
-            f'text-anchor="middle">{_fmt(value, percent)}</text>'
-        )
+        if value is None:
+            cx, cy = x + width / 2, H - BOTTOM - 6
+            body.append(
+                f'<text class="missing" x="{cx:.1f}" y="{cy:.1f}" transform="rotate(-90 {cx:.1f} {cy:.1f})"'
+                f' dominant-baseline="middle">{escape(missing)}</text>'
+            )
+        else:
+            body.append(
+                f'<text class="value" x="{x + width / 2:.1f}" y="{H - BOTTOM - h - 4:.1f}" '
+                f'text-anchor="middle">{_fmt(value, percent)}</text>'
+            )
         body.append(
             f'<text class="tick" x="{x + width / 2:.1f}" y="{H - BOTTOM + 14}" text-anchor="middle">'
             f"{escape(label)}</text>"
@@ -97,8 +110,12 @@ def line_chart(
     x_label: str = "",
     y_label: str = "",
 ) -> str:
-    """Lines over a log2 x axis with a 0–100 % y axis; one class per series (``s0``, ``s1``, …)."""
-    plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
+    """Lines over a log2 x axis with a 0–100 % y axis; one class per series (``s0``, ``s1``, …). The
+    legend is a band above the plot (one line per series): it cannot hide a curve."""
+    legend_h = 14 * len(series) + 4
+    height = H + legend_h
+    plot_top = TOP + legend_h
+    plot_w, plot_h = W - LEFT - RIGHT, height - plot_top - BOTTOM
     low, high = math.log2(min(xs)), math.log2(max(xs))
     span = high - low or 1.0
 
@@ -106,12 +123,12 @@ def line_chart(
         return LEFT + plot_w * (math.log2(x) - low) / span
 
     def py(y: float) -> float:
-        return H - BOTTOM - plot_h * y
+        return height - BOTTOM - plot_h * y
 
-    body = _y_axis(1.0, y_label, percent=True)
+    body = _y_axis(1.0, y_label, height=height, percent=True, plot_top=plot_top)
     for x in xs:
         body.append(
-            f'<text class="tick" x="{px(x):.1f}" y="{H - BOTTOM + 14}" text-anchor="middle">{x}</text>'
+            f'<text class="tick" x="{px(x):.1f}" y="{height - BOTTOM + 14}" text-anchor="middle">{x}</text>'
         )
     for k, (label, ys) in enumerate(series):
         points = [(px(x), py(y)) for x, y in zip(xs, ys, strict=True) if y is not None]
@@ -125,14 +142,14 @@ def line_chart(
                 f"{100 * value:.1f} %</title></circle>"
             )
         body.append(
-            f'<text class="legend s{k}" x="{LEFT + 8}" y="{TOP + 12 + 14 * k}">— {escape(label)}</text>'
+            f'<text class="legend s{k}" x="{LEFT + 8}" y="{4 + 12 + 14 * k}">— {escape(label)}</text>'
         )
     if x_label:
         body.append(
-            f'<text class="axis" x="{LEFT + plot_w / 2:.0f}" y="{H - 8}" text-anchor="middle"'
+            f'<text class="axis" x="{LEFT + plot_w / 2:.0f}" y="{height - 8}" text-anchor="middle"'
             f">{escape(x_label)}</text>"
         )
-    return _frame(name, title, body)
+    return _frame(name, title, body, height=height)
 
 
 def heatmap(
@@ -145,11 +162,12 @@ def heatmap(
     x_label: str,
     y_label: str,
 ) -> str:
-    """Rows × columns of counts as shaded cells (darker = more), with the count in each cell's title."""
+    """Rows × columns of counts as shaded cells (darker = more), with the count in each cell's title and a
+    colour key (shade → count) in a strip right of the cells."""
     rows, cols = len(counts), len(counts[0]) if counts else 0
-    plot_w, plot_h = W - LEFT - RIGHT - 20, H - TOP - BOTTOM
+    plot_w, plot_h = W - LEFT - RIGHT - 20 - KEY_W, H - TOP - BOTTOM
     peak = max((max(r) for r in counts), default=0) or 1
-    body = []
+    body = _colour_key(peak)
     cw, ch = plot_w / max(cols, 1), plot_h / max(rows, 1)
     for r in range(rows):
         y = H - BOTTOM - (r + 1) * ch
@@ -159,7 +177,7 @@ def heatmap(
         )
         for c in range(cols):
             n = counts[r][c]
-            shade = 0.0 if n == 0 else 0.12 + 0.88 * math.log1p(n) / math.log1p(peak)
+            shade = _shade(n, peak)
             body.append(
                 f'<rect class="cell" x="{LEFT + 20 + c * cw:.1f}" y="{y:.1f}" width="{cw:.1f}"'
                 f' height="{ch:.1f}" '
@@ -178,6 +196,32 @@ def heatmap(
     )
     body.append(f'<text class="axis" x="10" y="{TOP - 6}" text-anchor="start">{escape(y_label)}</text>')
     return _frame(name, title, body)
+
+
+KEY_W = 64
+"""Width of the heat map's colour key strip."""
+
+
+def _shade(n: float, peak: int) -> float:
+    return 0.0 if n <= 0 else 0.12 + 0.88 * math.log1p(n) / math.log1p(peak)
+
+
+def _colour_key(peak: int) -> list[str]:
+    """Swatches from 0 to ``peak`` tasks (log-spaced, as the cells are shaded), labelled with the count."""
+    x = W - RIGHT - KEY_W + 10
+    steps = sorted({0, 1, *(round(peak ** (k / 4)) for k in range(1, 5))})
+    out = [
+        '<g class="key-strip">',
+        f'<text class="tick" x="{x}" y="{TOP + 8}" text-anchor="start">tasks</text>',
+    ]
+    for k, n in enumerate(steps):
+        y = TOP + 16 + 18 * k
+        out.append(
+            f'<rect class="cell key" x="{x}" y="{y}" width="14" height="14" '
+            f'fill-opacity="{_shade(n, peak):.3f}" stroke="#d9dee7"/>'
+        )
+        out.append(f'<text class="tick" x="{x + 20}" y="{y + 11}" text-anchor="start">{n:,}</text>')
+    return [*out, "</g>"]
 
 
 def _nice(value: float) -> float:

@@ -241,9 +241,9 @@ def repeats_to_settle(
     confidence: float = CONFIDENCE,
 ) -> IntArray:
     """Per task, how many more rollouts would settle it — the first step of :data:`SETTLE_LADDER` at
-    which the task, its extra rollouts passing at its posterior mean rate, has ≥ ``confidence`` of its
-    posterior (under ``prior``) inside the band of its new rate; 0 when it is settled already (by this
-    rule), -1 when not even 1,024 more would. A projection, not a promise: what a user can plan on."""
+    which the task, its extra rollouts passing at its posterior mean rate, would be settled by
+    :func:`settled_by_posterior` (the rule ``settled`` uses); 0 when it is settled already, -1 when not
+    even 1,024 more would. A projection, not a promise: what a user can plan on."""
     out = np.full(n.shape[0], -1, np.int64)
     if n.shape[0] == 0:
         return out
@@ -258,8 +258,7 @@ def repeats_to_settle(
         n2 = pn[open_] + extra
         s2 = ps[open_] + np.rint(extra * mean[open_]).astype(np.int64)
         band = band_of(s2 / np.maximum(n2, 1))
-        table = band_probabilities(posterior(n2, s2, prior), epsilon)
-        done = table[np.arange(n2.shape[0]), np.clip(band, 0, 6)] >= confidence
+        _, done = settled_by_posterior(band, n2, s2, prior, epsilon, confidence)
         result[np.flatnonzero(open_)[done]] = extra
     out[:] = result[inverse.reshape(-1)]
     return out

@@ -6,12 +6,15 @@
   writes ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``, ``<stem>_quality_summary.json``
   and ``<stem>_report.html`` next to R and prints a short summary. Bad input exits 1 with one
   ``Error: …`` line before anything is written; a bad flag exits 2.
-- ``gym eval health-check RUN [--rollouts-file PATH] [--workers N] [--ignore-checks ID[,ID…]] [--json]
-  [--reward-range LOW,HIGH]``: RUN is a folder (its ``rollouts.jsonl``, or ``--rollouts-file`` relative to
-  it) or a rollouts file. Writes the two health files and prints NeMo Gym's two lines (with its
-  `` (ignored: …)`` suffix) plus the verdict. Unreadable lines are findings, not errors; the exit code is 0
-  whatever the verdicts (as NeMo Gym's); an unknown check id, a blank one (``a,,b``) or ``--workers 0``
-  exit 2. ``--workers`` is the number of processes that read the rollouts file.
+- ``gym eval health-check [RUN] [--rollouts PATH] [--rollouts-file PATH] [--workers N] [--ignore-checks
+  ID[,ID…]] [--json] [--reward-range LOW,HIGH] [--exit-zero]``: RUN is a folder (its ``rollouts.jsonl``, or
+  ``--rollouts-file`` relative to it) or a rollouts file; ``--rollouts PATH`` names the file as ``analyze`` /
+  ``profile`` do (instead of RUN). Writes the two health files and prints NeMo Gym's two lines (with its
+  `` (ignored: …)`` suffix) plus the verdict. Unreadable lines are findings, not errors. Exit codes: 0
+  healthy or warnings only, :data:`UNHEALTHY_EXIT` (4) when the verdict is unhealthy (a check at error
+  level), 1 bad input, 2 a bad flag, no rollouts file, an unknown or blank (``a,,b``) check id or
+  ``--workers 0``; ``--exit-zero`` exits 0 whatever the verdict (NeMo Gym's behaviour). ``--workers`` is the
+  number of processes that read the rollouts file.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ from rewardgym.cli.main import eval_app
 from rewardgym.cli.run_files import OptionalInputsOpt, RolloutsOpt
 from rewardgym.config import GymConfig
 from rewardgym.errors import UsageError
+
+UNHEALTHY_EXIT = 4
+"""``gym eval health-check``'s exit code for an unhealthy run (3 is ``gym eval run``'s failure gate)."""
 
 
 def _floats(text: str, option: str, count: int | None = None) -> tuple[float, ...]:
@@ -89,6 +95,11 @@ def summary_lines(result: AnalyzeResult) -> list[str]:
             "Adaptive run: per-task pass rates are estimates unbiased under its stopping rule "
             "(s / n is pulled toward 1/2 by it); they are noisier than fixed repeats' (docs/decide.md)."
         )
+    more = doc["uncertainty"].get("repeats_to_settle")  # a hook: set by the statistics when they can
+    if isinstance(more, (int, float)) and not isinstance(more, bool):
+        beyond = doc["uncertainty"].get("unsettled_beyond_reach") or 0
+        far = f"; {beyond:,} more need over 1,024 each" if beyond else ""
+        lines.append(f"To settle the unsettled tasks: about {more:,.0f} more repeats{far}")
     grpo = doc["grpo"]
     share = grpo["informative_share_default"]
     shown = "n/a" if share is None else f"{100 * share:.1f} %"
@@ -111,11 +122,16 @@ def summary_lines(result: AnalyzeResult) -> list[str]:
 
 
 def health_lines(result: AnalyzeResult) -> list[str]:
+    """The verdict, the dataset findings, then the rollout- and task-level counts (the report's too)."""
+    from rewardgym.analysis.health_view import health_view, view_lines
+
     health = result.analysis.document["health"]
     lines = [f"Health: {health['verdict']}"]
     for finding in health["findings"]:
         lines.append(f"  [{finding['severity']}] {finding['check']}: {finding['evidence']}")
         lines.append(f"      fix: {finding['fix']}")
+    view = health_view(result.scan.columns, result.analysis.health, len(result.scan.unreadable))
+    lines.extend(view_lines(view))
     return lines
 
 
@@ -239,10 +255,17 @@ def analyze_command(
 @eval_app.command(
     "health-check",
     help="Rollout health checks on an existing run: <stem>_rollout_verdicts.jsonl and "
-    "<stem>_quality_summary.json.",
+    f"<stem>_quality_summary.json. Exit code 0 when healthy (or warnings only), {UNHEALTHY_EXIT} when "
+    "unhealthy, 1 on bad input, 2 on a bad flag.",
 )
 def health_check_command(
-    run: Annotated[Path, typer.Argument(help="Run folder (with rollouts.jsonl) or a rollouts file.")],
+    run: Annotated[
+        Path | None, typer.Argument(help="Run folder (with rollouts.jsonl) or a rollouts file.")
+    ] = None,
+    rollouts: Annotated[
+        Path | None,
+        typer.Option("--rollouts", help="The rollouts file (as in 'gym eval analyze'; instead of RUN)."),
+    ] = None,
     rollouts_file: Annotated[
         Path | None, typer.Option("--rollouts-file", help="Rollouts file (relative to the run folder).")
     ] = None,
@@ -257,11 +280,24 @@ def health_check_command(
             "--ignore-checks", "--ignore", metavar="ID[,ID…]", help="Health checks not to run (their ids)."
         ),
     ] = None,
+    exit_zero: Annotated[
+        bool,
+        typer.Option(
+            "--exit-zero", help=f"Exit 0 when unhealthy too (not {UNHEALTHY_EXIT}), as NeMo Gym does."
+        ),
+    ] = False,
 ) -> None:
     ignored = (
         () if ignore_checks is None else ignored_checks(ignore_checks, "--ignore-checks", refuse_blank=True)
     )
     scan_workers = health_workers(workers, "--workers")
+    if (run is None) == (rollouts is None):
+        raise UsageError("give the run (a folder or rollouts file) or --rollouts FILE, one of them")
+    if rollouts is not None:
+        if rollouts_file is not None:
+            raise UsageError("--rollouts-file names a file inside RUN: give RUN, not --rollouts")
+        run = rollouts
+    assert run is not None
     if run.is_dir():
         rollouts = run / (rollouts_file or Path("rollouts.jsonl"))
     elif rollouts_file is not None:
@@ -275,5 +311,7 @@ def health_check_command(
     if as_json:
         summary = orjson.loads(result.paths.quality.read_bytes())
         typer.echo(orjson.dumps(summary).decode())
-        return
-    _print_health(result)
+    else:
+        _print_health(result)
+    if result.analysis.document["health"]["verdict"] == "unhealthy" and not exit_zero:
+        raise typer.Exit(UNHEALTHY_EXIT)

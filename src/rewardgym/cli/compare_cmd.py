@@ -2,8 +2,9 @@
 
 Each RUN is a rollouts file (its materialized inputs found as ``gym eval analyze`` finds them: the sibling
 ``<stem>_materialized_inputs.jsonl``, or one ``--inputs`` per rollouts run, in order) or a profile
-(``*_reward_profiling.jsonl``). Writes ``--output`` (``compare.json``) and the page (``compare.html``
-beside it, or ``--html``; ``--no-html``), prints a summary. Bad input exits 1 with one ``Error: …`` line
+(``*_reward_profiling.jsonl``). Writes ``--output`` (default ``compare.json`` beside the first run, as
+every command writes beside its input) and the page (``compare.html`` beside it, or ``--html``;
+``--no-html``), prints a summary. Bad input exits 1 with one ``Error: …`` line
 naming the file before anything is written; a bad flag exits 2. See :mod:`rewardgym.compare`.
 """
 
@@ -130,7 +131,12 @@ def compare_command(
     allow_unmatched: Annotated[
         bool, typer.Option("--allow-unmatched", help="Compare the common tasks when some do not match.")
     ] = False,
-    output: Annotated[Path, typer.Option("--output", "-o", help="The JSON document.")] = Path("compare.json"),
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="The JSON document.", show_default="compare.json beside the first RUN"
+        ),
+    ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="The HTML page (default: --output with .html).")
     ] = None,
@@ -159,6 +165,8 @@ def compare_command(
         )
     given = iter(inputs or [])
     pairs = [(path, None if is_profile(path) or not inputs else next(given)) for path in runs]
+    if output is None:
+        output = runs[0].parent / "compare.json"
     page = None if no_html else (html or output.with_suffix(".html"))
     read = [(path, "RUN") for path in runs] + [(path, "--inputs") for path in inputs or []]
     guard_outputs([(output, "--output")] + ([(page, "--html")] if page else []), read)

@@ -38,6 +38,10 @@ SearchDirOpt = Annotated[
     list[Path] | None,
     typer.Option("--search-dir", help="Extra root searched for configs (repeatable).", show_default=False),
 ]
+AgentOpt = Annotated[
+    list[str] | None,
+    typer.Option("--agent", help="Agent config N or N/flavor (repeatable).", show_default=False),
+]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Policy model name (policy_model_name).")]
 ModelUrlOpt = Annotated[str | None, typer.Option("--model-url", help="Policy base URL (policy_base_url).")]
 ModelApiKeyOpt = Annotated[
@@ -81,6 +85,7 @@ def show(
     config: ConfigOpt = None,
     resources_server: ResourcesServerOpt = None,
     model_type: ModelTypeOpt = None,
+    agent: AgentOpt = None,
     search_dir: SearchDirOpt = None,
     model: ModelOpt = None,
     model_url: ModelUrlOpt = None,
@@ -95,12 +100,12 @@ def show(
 
     Overrides: +key=value adds a key, ++key=value adds or replaces one (dotted paths, typed values).
     """
-    overrides = split_overrides(ctx.args, [*CONFIG_OPTION_NAMES, "--json", "--allow-missing"])
+    overrides = split_overrides(ctx.args, [*CONFIG_OPTION_NAMES, "--agent", "--json", "--allow-missing"])
     from rewardgym.cli.stack_config import load_stack_config
 
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
-        model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
+        model_types=model_type or [], agents=agent or [], search_dirs=search_dir or [], model=model,
         model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
         require_complete=not allow_missing,
     )  # fmt: skip

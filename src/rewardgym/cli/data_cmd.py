@@ -63,7 +63,18 @@ def select_command(
     drop_flagged: Annotated[
         bool,
         typer.Option(
-            help="Drop tasks with a health flag (needs the run's quality summary).", rich_help_panel=_FILTERS
+            help="Drop tasks with a task-level health flag (repeats all identical, every rollout cut off, "
+            "no successful model call…; needs the run's quality summary). A task whose rollouts are "
+            "unhealthy one by one (cut off, empty, no answer) is kept: see --drop-unhealthy-rollouts.",
+            rich_help_panel=_FILTERS,
+        ),
+    ] = False,
+    drop_unhealthy_rollouts: Annotated[
+        bool,
+        typer.Option(
+            help="Drop tasks with at least one rollout the health check called unhealthy (cut off, empty "
+            "reply, no extracted answer…; needs the run's quality summary).",
+            rich_help_panel=_FILTERS,
         ),
     ] = False,
     by: Annotated[
@@ -148,6 +159,7 @@ def select_command(
         bands=tuple(band or ()),
         settled_only=settled_only,
         drop_flagged=drop_flagged,
+        drop_unhealthy_rollouts=drop_unhealthy_rollouts,
         by=by,
         quota=quota,
         stratify=stratify,
@@ -177,7 +189,13 @@ def select_command(
     )
     if counts.get("kept_with_flags"):
         typer.echo(
-            f"Note: {counts['kept_with_flags']} kept tasks have health flags (--drop-flagged drops them)"
+            f"Note: {counts['kept_with_flags']} kept tasks have task-level health flags "
+            "(--drop-flagged drops them)"
+        )
+    if counts.get("kept_with_unhealthy_rollouts"):
+        typer.echo(
+            f"Note: {counts['kept_with_unhealthy_rollouts']} kept tasks have unhealthy rollouts "
+            "(--drop-unhealthy-rollouts drops them)"
         )
     kept_bands = ", ".join(f"{label} {c['kept']}" for label, c in counts["per_band"].items() if c["kept"])
     typer.echo(f"Kept by band: {kept_bands or 'none'}")

@@ -35,6 +35,7 @@ from rich.table import Table
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
+    AgentOpt,
     ConfigOpt,
     ModelApiKeyFileOpt,
     ModelApiKeyOpt,
@@ -51,7 +52,7 @@ from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
-from rewardgym.launch.child_spec import ChildSpec
+from rewardgym.launch.child_spec import ChildSpec, servers_phrase
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
@@ -59,10 +60,6 @@ from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 120.0
 
-AgentOpt = Annotated[
-    list[str] | None,
-    typer.Option("--agent", help="Agent config N or N/flavor (repeatable).", show_default=False),
-]
 HeadUrlOpt = Annotated[
     str | None, typer.Option("--head-url", help="Head registry URL (default: head_server of the config).")
 ]
@@ -179,7 +176,7 @@ def start(
     else:
         _out.print(_instance_table(specs, f"http://{head_host}:{head_port}"))
         supervisor = Supervisor(specs, options)
-    _say(f"Starting {len(specs)} servers (logs: {options.log_dir})")
+    _say(f"Starting {servers_phrase(len(specs))} (logs: {options.log_dir})")
     code = asyncio.run(_serve(supervisor, specs, cfg))
     if code:
         raise typer.Exit(code)

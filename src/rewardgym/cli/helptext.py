@@ -1,9 +1,11 @@
 """Help-screen metavars that read as values, not Python types.
 
 Typer labels an option's value with its annotation (``<bool>`` for a flag, ``<list[Path]>`` for a repeatable
-path). :func:`tidy_metavars` gives every option without an explicit ``metavar`` a plain label instead: none
-for a flag, ``PATH`` / ``TEXT`` / ``INT`` / ``FLOAT`` for a value (a repeatable option says so in its help).
-Only the help screens change; parsing is untouched.
+path, ``<parquet|csv>`` for a choice). :func:`tidy_metavars` gives every option without an explicit
+``metavar`` a plain label instead: none for a flag, ``PATH`` / ``TEXT`` / ``INT`` / ``FLOAT`` for a value, the
+choices themselves (``parquet|csv``) for a choice (a repeatable option says so in its help); and every
+positional argument the same label in its type column (``PATH...`` when it takes several). Only the help
+screens change; parsing is untouched.
 """
 
 from __future__ import annotations
@@ -20,12 +22,26 @@ def _label(param: Any) -> str | None:
         return None
     if shown.startswith("list[") and shown.endswith("]"):
         shown = shown[5:-1]
+    if "|" in shown:  # a choice: its values are the label
+        return shown
     return _LABELS.get(shown.removesuffix(" range").lower())
+
+
+def _tidy_argument(param: Any) -> None:
+    """The type column of a positional argument (Typer shows the annotation there, metavar or not)."""
+    label = _label(param)
+    if not label:
+        return
+    shown = label + ("..." if getattr(param, "nargs", 1) != 1 else "")
+    param.display_type_rich = lambda ctx: shown
 
 
 def tidy_metavars(command: Any) -> None:
     """Set plain metavars on ``command`` (a click command or group) and all its subcommands."""
     for param in getattr(command, "params", []):
+        if getattr(param, "param_type_name", "") == "argument":
+            _tidy_argument(param)
+            continue
         if getattr(param, "param_type_name", "") != "option" or param.metavar is not None:
             continue
         label = "" if getattr(param, "is_bool_flag", False) else _label(param)

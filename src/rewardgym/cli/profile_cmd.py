@@ -5,9 +5,10 @@
 [++allow_non_numeric_rewards=True] [++wandb_project=P …] [++mlflow_tracking_uri=U …]``
 writes ``X_reward_profiling.jsonl``, ``X_agent_metrics.json`` and ``X_repeat_level_metrics.json`` next
 to the rollouts, prints NeMo Gym's summary lines, then a table of tasks by pass-rate band, the mean
-reward with its 95 % interval and the wall time; ``--report`` then runs ``gym eval analyze`` on the same
-files (see :mod:`rewardgym.cli.analyze_cmd`); ``++wandb_project=…`` / ``++mlflow_tracking_uri=…`` (NeMo Gym's
-exporter keys, :mod:`rewardgym.export.trackers`) then send the run to W&B / MLflow, as
+reward with its 95 % interval and the time the profile took; ``--report`` then runs ``gym eval analyze``
+on the same files (see :mod:`rewardgym.cli.analyze_cmd`); ``++wandb_project=…`` /
+``++mlflow_tracking_uri=…`` (NeMo Gym's exporter keys, :mod:`rewardgym.export.trackers`) then send the run
+to W&B / MLflow, as
 ``gym eval export --to wandb|mlflow`` does (a missing extra is reported before profiling).
 Bad input exits 1 with one ``Error: …`` line (a measured
 rollout whose ``reward`` is not a number included, unless ``--allow-non-numeric-rewards``: NeMo Gym's
@@ -84,8 +85,8 @@ def _flag(option: bool, overrides: dict[str, bool], key: str, name: str) -> bool
 
 
 def _print_summary(result: ProfileResult, seconds: float, rollouts: Path) -> None:
-    """Our addition after NeMo Gym's lines: pass-rate bands, mean reward with interval, wall time. For an
-    adaptive run the bands and the mean come from the per-task estimates unbiased under its stopping rule
+    """Our addition after NeMo Gym's lines: pass-rate bands, mean reward with interval, profiling time. For
+    an adaptive run the bands and the mean come from the per-task estimates unbiased under its stopping rule
     (each task's s / n, in the profile, is pulled toward ½ by it)."""
     console = Console(highlight=False, soft_wrap=True)
     summary = result.summary
@@ -124,7 +125,8 @@ def _print_summary(result: ProfileResult, seconds: float, rollouts: Path) -> Non
         if summary.bands is None:
             line += "; rewards outside [0, 1], so no pass-rate bands"
         console.print(line)
-    console.print(f"Wall time: {seconds:.2f} s for {result.completion.completed_rollout_rows} rollouts")
+    # The time this profile took, not the collection's (the report's "collection time").
+    console.print(f"Profiled {result.completion.completed_rollout_rows} rollouts in {seconds:.2f} s")
 
 
 @eval_app.command(

@@ -4,7 +4,9 @@
 ``_ng_task_index``/``_ng_rollout_index`` is an error naming ``file:line``, and so is a key found in two shards
 (naming both places: shards must be disjoint, as ``gym eval run --shard I/N`` makes them); a last line torn
 by a crash is left out with a note; an ``--output`` that is one of the shards is refused (it would
-overwrite its own input).
+overwrite its own input). Its aggregate metrics come from the agents: those of a running ``gym env start``
+(``--no-serve``, the default, as in NeMo Gym), or with ``--serve`` the servers of the given config, started
+for the merge and stopped after it (as ``gym eval run`` without ``--no-serve``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from rewardgym.collect.reverify import (
     run_reverify,
 )
 from rewardgym.collect.stack import ServedStack, discover_agents
+from rewardgym.collect.watch import AgentDirectory
 from rewardgym.config import GymConfig, load_config
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import read_jsonl_tolerant
@@ -171,7 +174,12 @@ def aggregate(
         typer.Option("--output", "-o", help="Merged rollouts file to write (or ++output_jsonl_fpath=…)."),
     ] = None,
     no_serve: Annotated[
-        bool, typer.Option("--no-serve", help="Use servers of a running 'gym env start'.")
+        bool,
+        typer.Option(
+            "--no-serve/--serve",
+            help="--no-serve: the agents of a running 'gym env start' (--head-url); --serve: start the "
+            "servers of the config flags for the merge and stop them after.",
+        ),
     ] = True,
     head_url: Annotated[
         str | None,
@@ -187,13 +195,35 @@ def aggregate(
         str | None,
         typer.Option("--health-check-ignore", metavar="ID[,ID…]", help="Health checks not to run."),
     ] = None,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option("--log-dir", help="Server logs with --serve (default: <output folder>/logs)."),
+    ] = None,
+    config: ConfigOpt = None,
+    resources_server: ResourcesServerOpt = None,
+    model_type: ModelTypeOpt = None,
+    search_dir: SearchDirOpt = None,
+    model: ModelOpt = None,
+    model_url: ModelUrlOpt = None,
+    model_api_key: ModelApiKeyOpt = None,
+    model_api_key_file: ModelApiKeyFileOpt = None,
 ) -> None:
-    """Merge rollout shards (sorted by key) and recompute aggregate metrics through the running agents;
-    then the health check of the merged rollouts, as after 'gym eval run'."""
-    flags = ["--input-glob", "--input", "--output", "--no-serve", "--head-url", "--no-health-check",
-             "--health-check-workers", "--health-check-ignore"]  # fmt: skip
-    overrides = split_overrides(ctx.args, flags)
-    cfg = load_config([], overrides, require_complete=False, check_keys=True)
+    """Merge rollout shards (sorted by key) and recompute aggregate metrics through the agents; then the
+    health check of the merged rollouts, as after 'gym eval run'."""
+    known = [*CONFIG_OPTION_NAMES, "--input-glob", "--input", "--output", "--no-serve", "--serve",
+             "--head-url", "--log-dir", "--no-health-check", "--health-check-workers",
+             "--health-check-ignore"]  # fmt: skip
+    overrides = split_overrides(ctx.args, known)
+    if no_serve:
+        cfg = load_config(config or [], overrides, require_complete=False, check_keys=True)
+    else:
+        if head_url is not None:
+            raise UsageError("--head-url names running servers: use it with --no-serve, not --serve")
+        cfg = load_stack_config(
+            overrides=overrides, config=config or [], resources=resources_server or [],
+            model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
+            model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
+        )  # fmt: skip
     input_globs = input_globs or config_text(cfg, "input_glob")
     output = output or (Path(text) if (text := config_text(cfg, "output_jsonl_fpath")) else None)
     if input_globs is None or output is None:
@@ -206,6 +236,12 @@ def aggregate(
         [(output, "--output"), (RunOutputs(output).aggregate_metrics, "output (written next to --output)")],
         [(path, "--input shard") for path in paths],
     )
+    if not no_serve:
+        logs = (log_dir or output.parent / "logs").expanduser().resolve()
+        aio.run(_aggregate_served(paths, output, cfg, logs))
+        if health is not None:
+            health_after_run(output, ignored=health[0], workers=health[1])
+        return
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
     token = cfg.get("auth_token")
@@ -235,9 +271,27 @@ def _read_shards(paths: list[Path]) -> list[dict[str, Any]]:
     return rows
 
 
-async def _aggregate(paths: list[Path], output: Path, head: str, headers: dict[str, str]) -> None:
+async def _aggregate_served(paths: list[Path], output: Path, cfg: GymConfig, logs: Path) -> None:
+    _read_shards(paths)  # bad shards fail before any server starts
+    stack = ServedStack(cfg, log_dir=logs, startup_timeout_s=600.0, notify=_say)
+    await stack.start()
+    try:
+        await _aggregate(paths, output, None, {}, stack.agent_urls)
+    finally:
+        await stack.stop()
+
+
+async def _aggregate(
+    paths: list[Path],
+    output: Path,
+    head: str | None,
+    headers: dict[str, str],
+    agents: AgentDirectory | None = None,
+) -> None:
     rows = _read_shards(paths)
-    agents = await discover_agents(head, headers)
+    if agents is None:
+        assert head is not None
+        agents = await discover_agents(head, headers)
     groups = group_by_agent(paths)
     merged = sorted(rows, key=lambda r: (r[keys.TASK_INDEX], r[keys.ROLLOUT_INDEX]))
     output.parent.mkdir(parents=True, exist_ok=True)

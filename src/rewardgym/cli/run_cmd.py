@@ -83,7 +83,15 @@ def _say(message: str) -> None:
 @eval_app.command("run", context_settings=OVERRIDE_CONTEXT)
 def run(
     ctx: typer.Context,
-    input_path: Annotated[Path | None, typer.Option("--input", "-i", help="Input rows (JSONL).")] = None,
+    input_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--input",
+            "-i",
+            help="Input rows (JSONL). Required, except with --split or --resume.",
+            show_default=False,
+        ),
+    ] = None,
     output_flag: Annotated[
         Path | None,
         typer.Option(
@@ -103,9 +111,17 @@ def run(
     limit: Annotated[
         int | None, typer.Option("--limit", help="Use only the first N input lines.", min=0)
     ] = None,
-    num_repeats: Annotated[int | None, typer.Option("--num-repeats", help="Rollouts per task.")] = None,
+    num_repeats: Annotated[
+        int | None,
+        typer.Option(
+            "--num-repeats", help="Rollouts per task.", show_default="1, or ++num_repeats of the config"
+        ),
+    ] = None,
     concurrency_flag: Annotated[
-        int | None, typer.Option("--concurrency", help="Rollouts in flight (default 32).", min=1)
+        int | None,
+        typer.Option(
+            "--concurrency", help="Rollouts in flight.", min=1, show_default="32, or num_samples_in_parallel"
+        ),
     ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Resume although the run changed.")] = False,

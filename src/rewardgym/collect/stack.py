@@ -31,6 +31,7 @@ from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, load_bounded
+from rewardgym.launch.child_spec import servers_phrase
 from rewardgym.launch.from_config import child_specs, upstream_urls, validate_specs
 from rewardgym.launch.head_records import read_records
 from rewardgym.launch.ray_launch import ray_options
@@ -210,7 +211,9 @@ class ServedStack:
         return all(alive.values())  # an instance is up while one of its replicas is
 
     async def start(self) -> None:
-        self._notify(f"Starting {len(self._specs)} servers (logs: {self._supervisor.options.log_dir})")
+        self._notify(
+            f"Starting {servers_phrase(len(self._specs))} (logs: {self._supervisor.options.log_dir})"
+        )
         await self._supervisor.start(preflight=lambda: validate_specs(self._specs, self._cfg))
         self._notify(f"All {len(self._specs)} servers ready")
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from rewardgym.compare.diagnose import differing_fields
 from rewardgym.compare.document import Settings, compare_document
 from rewardgym.compare.match import Matching, match_runs
 from rewardgym.compare.runs import KeyRule, RunTasks, is_profile, read_run
@@ -68,17 +69,28 @@ def default_labels(paths: Sequence[Path]) -> list[str]:
     return [f"{k + 1}:{s}" for k, s in enumerate(stems)]
 
 
-def _unmatched_error(runs: list[RunTasks], matching: Matching, labels: list[str]) -> DataError:
+def _unmatched_error(runs: list[RunTasks], matching: Matching, labels: list[str], rule: KeyRule) -> DataError:
     parts = []
     for label, run, info in zip(labels, runs, matching.unmatched, strict=True):
         if info["tasks"]:
             shown = "; ".join(f"task {e['task']}: {e['shown']!r}" for e in info["examples"][:2])
             parts.append(f"'{run.path}' ({label}): {info['tasks']} of {run.task.shape[0]} tasks ({shown})")
-    return DataError(
-        f"tasks do not match across the runs — {' | '.join(parts)}. Compare the same tasks, match by a "
-        "field (--task-key FIELD), leave fields that differ on purpose out (--ignore-key PATH), or "
-        "compare only the common tasks (--allow-unmatched)"
-    )
+    fields = [] if rule.field is not None else differing_fields(runs, matching, rule.ignore)
+    if fields:
+        # Name what differs (e.g. the sampling temperature of two otherwise equal runs) and the exact flag.
+        named = ", ".join(f"{path} ({a} vs {b})" for path, a, b in fields[:3])
+        flags = " ".join(f"--ignore-key {path}" for path, _, _ in fields[:3])
+        advice = (
+            f"The unmatched tasks differ in {named}. If that differs on purpose, add {flags}; otherwise "
+            "compare runs of the same tasks, match by a field (--task-key FIELD), or compare only the "
+            "common tasks (--allow-unmatched)"
+        )
+    else:
+        advice = (
+            "Compare the same tasks, match by a field (--task-key FIELD), leave fields that differ on "
+            "purpose out (--ignore-key PATH), or compare only the common tasks (--allow-unmatched)"
+        )
+    return DataError(f"tasks do not match across the runs — {' | '.join(parts)}. {advice}")
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,7 @@ def compare_files(
     read = [read_run(path, None if is_profile(path) else inputs, rule) for path, inputs in runs]
     matching = match_runs(read)
     if matching.unmatched_total and not allow_unmatched:
-        raise _unmatched_error(read, matching, names)
+        raise _unmatched_error(read, matching, names, rule)
     if matching.tasks < 2:
         raise DataError(
             f"{matching.tasks} task(s) in every run with counted rollouts; a comparison needs at least 2: "

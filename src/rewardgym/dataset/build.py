@@ -112,11 +112,15 @@ def _stages(selection: Selection, rate: np.ndarray) -> list[dict[str, Any]]:
 def build(sources: list[Source], options: SelectOptions) -> Built:
     """The dataset and its counts (see module doc)."""
     options.validate()
-    if options.drop_flagged:
+    needs_health = (
+        ("--drop-flagged", options.drop_flagged),
+        ("--drop-unhealthy-rollouts", options.drop_unhealthy_rollouts),
+    )
+    for flag in [name for name, on in needs_health if on][:1]:
         for source in sources:
             if source.health is None:
                 raise DataError(
-                    f"--drop-flagged: no health file beside '{source.profile}' (its *_quality_summary.json); "
+                    f"{flag}: no health file beside '{source.profile}' (its *_quality_summary.json); "
                     "run 'gym eval analyze' on that run first"
                 )
     fields = tuple(dict.fromkeys(f for f in (options.domain_field, options.by, options.stratify) if f))
@@ -154,6 +158,7 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
         band=band,
         settled=passes.settled,
         flagged=np.array([bool(t.flags) for t in tasks], np.bool_),
+        unhealthy_rollouts=np.array([t.unhealthy > 0 for t in tasks], np.bool_) if read.health_read else None,
         by=None if options.by is None else _groups(labels(options.by)),
         strata=None if options.stratify is None else _groups(labels(options.stratify)),
     )
@@ -185,4 +190,7 @@ def build(sources: list[Source], options: SelectOptions) -> Built:
     counts = {"profile_rows": read.rows_read, "merged_duplicates": read.merged, **counts}
     if read.health_read:  # flags are known for every task: say how many kept tasks carry one
         counts["kept_with_flags"] = int(np.count_nonzero(stats.flagged & (selection.dropped == -1)))
+        if stats.unhealthy_rollouts is not None:
+            kept_sick = stats.unhealthy_rollouts & (selection.dropped == -1)
+            counts["kept_with_unhealthy_rollouts"] = int(np.count_nonzero(kept_sick))
     return Built(b"".join(lines), len(lines), read, selection, counts, _stages(selection, rate))

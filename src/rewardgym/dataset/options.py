@@ -43,6 +43,7 @@ class SelectOptions:
     bands: tuple[str, ...] = ()
     settled_only: bool = False
     drop_flagged: bool = False
+    drop_unhealthy_rollouts: bool = False
     by: str | None = None
     quota: int | None = None
     stratify: str | None = None

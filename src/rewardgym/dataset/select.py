@@ -6,7 +6,10 @@ Contract of :func:`select_indices` — steps in this order, each task dropped at
 1. ``unmeasured``: no counted rollout (no pass rate to select on);
 2. ``pass_rate``: outside ``[min_pass_rate, max_pass_rate]`` (inclusive, on the point estimate s / n);
 3. ``band``: not in one of ``bands``; 4. ``unsettled``: ``settled_only`` and not settled;
-5. ``flagged``: ``drop_flagged`` and the task has a health flag;
+5. ``flagged``: ``drop_flagged`` and the task has a task-level health flag (a check about the task as a
+   whole: all repeats identical, every rollout cut off, …); ``unhealthy_rollouts``:
+   ``drop_unhealthy_rollouts`` and at least one of the task's rollouts got an unhealthy verdict (cut off,
+   empty reply, no extracted answer, …) — the rollout-level checks, which no task flag repeats;
 6. ``quota``: beyond the first ``quota`` tasks of its ``by`` value; 7. ``stratify`` / ``limit``: not in
    the ``limit``-sized sample (``stratify``: each value of the field gets its share of the remaining
    tasks, by largest remainder);
@@ -47,6 +50,7 @@ REASONS = (
     "band",
     "unsettled",
     "flagged",
+    "unhealthy_rollouts",
     "quota",
     "stratify",
     "limit",
@@ -62,6 +66,8 @@ class Stats:
     band: IntArray
     settled: BoolArray
     flagged: BoolArray
+    unhealthy_rollouts: BoolArray | None = None
+    """Per task: at least one rollout with an unhealthy verdict (None: not known)."""
     by: IntArray | None = None
     """Group id per task of ``--by`` (None without it)."""
     strata: IntArray | None = None
@@ -183,6 +189,8 @@ def _filters(stats: Stats, options: SelectOptions) -> npt.NDArray[np.int8]:
         drop("unsettled", ~stats.settled)
     if options.drop_flagged:
         drop("flagged", stats.flagged)
+    if options.drop_unhealthy_rollouts and stats.unhealthy_rollouts is not None:
+        drop("unhealthy_rollouts", stats.unhealthy_rollouts)
     return dropped
 
 

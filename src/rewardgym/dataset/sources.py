@@ -17,7 +17,9 @@ Contract:
   ``<stem>_run.json`` under ``settings.materialize.create_params``: ``--temperature``,
   ``++max_output_tokens``…) are removed; a source without a run file is then an error.
 - Health flags are the task flags of the quality summary (``tasks[<_ng_task_index>].flags``); a merged
-  task carries the union. A summary that is not JSON, or has no entry for a profile task, is an error.
+  task carries the union. Its unhealthy rollouts are the summary's ``tasks[<index>].unhealthy`` counts,
+  added up over the merged rows (a summary without that count counts 0). A summary that is not JSON,
+  or has no entry for a profile task, is an error.
 - Every file is hashed (sha256) over exactly the bytes that were parsed. Bad input is a
   :class:`~rewardgym.errors.DataError` naming ``file:line`` (or the file).
 """
@@ -71,6 +73,8 @@ class Task:
     passes: int = 0
     occurrences: int = 1
     flags: set[str] = field(default_factory=set)
+    unhealthy: int = 0
+    """Rollouts of the task with an unhealthy verdict (from the health files)."""
     estimate_sum: float = 0.0
     """Sum over occurrences of the pass-rate estimate of its run's design (s / n, or the estimate unbiased
     under an adaptive run's stopping rule: :mod:`rewardgym.analysis.design`)."""
@@ -259,7 +263,7 @@ def _iter_profile(path: Path, hasher: Any) -> Iterator[tuple[int, dict[str, Any]
         raise DataError(f"{path}: the profile has no rows")
 
 
-def _read_flags(path: Path, hashes: dict[Path, str]) -> dict[str, list[str]]:
+def _read_flags(path: Path, hashes: dict[Path, str]) -> dict[str, tuple[list[str], int]]:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -272,12 +276,15 @@ def _read_flags(path: Path, hashes: dict[Path, str]) -> dict[str, list[str]]:
     tasks = summary.get("tasks") if isinstance(summary, dict) else None
     if not isinstance(tasks, dict):
         raise DataError(f"{path}: no 'tasks' object: not a quality summary of 'gym eval analyze'")
-    flags: dict[str, list[str]] = {}
+    flags: dict[str, tuple[list[str], int]] = {}
     for key, entry in tasks.items():
         listed = entry.get("flags") if isinstance(entry, dict) else None
         if not isinstance(listed, list) or not all(isinstance(f, str) for f in listed):
             raise DataError(f"{path}: task {key!r} has no 'flags' list")
-        flags[key] = listed
+        sick = entry.get("unhealthy", 0)
+        if type(sick) is not int or sick < 0:
+            raise DataError(f"{path}: task {key!r}: 'unhealthy' is not a count of rollouts")
+        flags[key] = (listed, sick)
     return flags
 
 
@@ -371,7 +378,8 @@ def read_tasks(
                         f"{source.health}: no entry for task {index} of {where}; "
                         "is it the health file of another run? Rerun 'gym eval analyze'"
                     )
-                task.flags.update(entry)
+                task.flags.update(entry[0])
+                task.unhealthy += entry[1]
         if policy is not None and outcomes is not None:
             _add_estimates(source_rows, outcomes, policy, pass_threshold)
         hashes[source.profile] = hasher.hexdigest()

@@ -137,3 +137,8 @@ def server_class(kind: str, implementation: str) -> type[BaseServer[Any]]:
     if not (isinstance(cls, type) and issubclass(cls, BaseServer)):
         raise ConfigError(f"{kind} {implementation!r}: {class_path(cls)} is not a server class")
     return cls
+
+
+def servers_phrase(count: int) -> str:
+    """``"1 server"`` / ``"3 servers"``: how start-up messages count the children."""
+    return f"{count} server{'' if count == 1 else 's'}"

@@ -17,8 +17,8 @@ Semantics follow the NeMo Gym contract (docs/reference/contract.md §4.6):
 
   It also returns ``per_sample_aggregate[score]``: for each run index i, 100 × the mean score of rollout i.
 
-- **Unequal repeats** (tasks of one score with different numbers of rollouts — an ``--adaptive`` run, a
-  run with failed rollouts): averaging over the tasks with ≥ k rollouts, as above, silently drops the
+- **Unequal repeats** (tasks with different numbers of rollouts — an ``--adaptive`` run, a run with
+  failed rollouts): averaging over the tasks with ≥ k rollouts, as above, silently drops the
   tasks a run stopped early (an adaptive run's pass@16 read 43.6 % against a true 75.4 %). There, every
   task counts at every k: a task whose values are all 0/1 contributes E[1 − (1 − p)^k] under its
   posterior given the pool's fitted prior (:mod:`rewardgym.stats.posterior`; the stopping rule does not
@@ -107,8 +107,9 @@ def pass_majority_metrics(
             runs.append(100.0 * statistics.fmean(column) if column else 0.0)
         per_sample[name] = runs
 
-    lengths = {len(s.get(name, ())) for name in names for s in scored}
-    if len(lengths - {0}) > 1:
+    # Unequal repeats: tasks with different numbers of rollouts (a score that only some rollouts carry,
+    # e.g. a judge's, is not that: NeMo Gym's rule applies to it as before).
+    if len({len(rollouts) for rollouts in tasks if rollouts}) > 1:
         return _unequal_metrics(scored, answers, names, max_k, per_sample, answer_key is not None), per_sample
     metrics: dict[str, float] = {}
     for k in range(1, max_k + 1):
@@ -179,8 +180,9 @@ def _unequal_metrics(
             avg_key = f"pass@1[avg-of-{k}]/{name}"
             metrics[avg_key] = 100.0 * statistics.fmean(avg_terms)
             if with_majority:
+                # a task with fewer than k rollouts (or scores) votes among those it has
                 metrics[f"majority@{k}/{name}"] = 100.0 * statistics.fmean(
-                    _majority_at_k(answers[i], v, k) for i, v in present
+                    _majority_at_k(answers[i][: len(v)], v, min(k, len(v))) for i, v in present
                 )
             if k >= 2:
                 std = statistics.stdev(per_sample[name][:k])

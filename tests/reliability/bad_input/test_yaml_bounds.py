@@ -51,11 +51,13 @@ def test_ordinary_documents_load_exactly_as_pyyaml_and_omegaconf_load_them() -> 
     ],
 )
 def test_bombs_are_refused_at_once_with_the_limit_named(text: str, problem: str) -> None:
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(YamlLimitError) as caught:
         load_bounded(text)
     assert problem in str(caught.value)
-    assert time.monotonic() - start < 2.0  # linear in the distinct nodes; the 9-level bomb is 9^9 nodes
+    # Linear in the distinct nodes; the 9-level bomb is 9^9 nodes (minutes if expanded). CPU time of this
+    # process, not wall time: a loaded machine stretches the latter (2.2 s was seen), never the former.
+    assert time.process_time() - start < 2.0
 
 
 def test_the_refusal_names_the_line_of_the_node_over_the_limit() -> None:
@@ -81,12 +83,12 @@ def test_a_file_over_the_size_cap_is_refused_without_reading_it_whole(tmp_path: 
 def test_a_config_file_holding_a_bomb_is_one_config_error_naming_file_line(tmp_path: Path) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(bomb(5), encoding="utf-8")
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(ConfigError) as caught:
         load_yaml_file(path)
     assert str(caught.value).startswith(f"{path}:5:5: YAML over a limit: this node expands to 66,430 nodes")
     # The same 5 lines took 41 s through `gym config show` before the bound (OmegaConf walked 66k nodes).
-    assert time.monotonic() - start < 1.0
+    assert time.process_time() - start < 1.0  # CPU time: holds on a loaded machine
 
 
 def test_a_model_answer_that_is_a_yaml_bomb_is_refused_by_structured_outputs() -> None:

@@ -25,8 +25,13 @@ def test_load_at_concurrency_512(tmp_path: Path) -> None:
     # One pooled connection per in-flight rollout, plus files, pipes and the event loop.
     assert report.peak_fds("collector") <= CONCURRENCY + 64, report.samples[-1]
     # The agent holds the collector's connections and its own pooled ones to the model and environment.
-    assert report.peak_fds("mcqa_simple_agent") <= 3 * CONCURRENCY + 64
-    assert max(report.peak_fds("policy_model"), report.peak_fds("mcqa")) <= 2 * CONCURRENCY + 64
+    # Live connections, not raw descriptors: a connection the peer closed waits in CLOSE_WAIT for a busy
+    # event loop, so the raw count depends on the machine's load (see tests/stubs/load_harness.py).
+    assert report.peak_live_connections("mcqa_simple_agent") <= 3 * CONCURRENCY + 64
+    for server in ("policy_model", "mcqa"):
+        assert report.peak_live_connections(server) <= 2 * CONCURRENCY + 64, server
+    for server in ("mcqa_simple_agent", "policy_model", "mcqa"):
+        assert report.peak_other_fds(server) <= 64, server  # files and pipes: nothing leaks per rollout
     assert stable_rss(report, slack_mib=32.0), report.rss_mib
     assert report.healthy_after, report.health
     assert report.orphans == 0

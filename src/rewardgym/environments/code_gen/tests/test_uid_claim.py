@@ -3,16 +3,21 @@ sandbox runs under the claimed uid."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 import sys
 
 import pytest
 
+from rewardgym.environments.code_gen import uid_claim
 from rewardgym.environments.code_gen.uid_claim import SEARCH, claim_uid, release_uid
 
-BASE = 61000  # away from the servers' default base, so a test never blocks a real sandbox
-# Claims are host-wide: each test searches its own range, so tests running at once on other pytest-xdist
-# workers (the last one holds every uid of its range) never see each other's claims.
+# Claims are host-wide: each test searches its own range, and the ranges depend on this process's id, so
+# tests running at once — on other pytest-xdist workers, or from another checkout on the same machine (the
+# exhaustion test holds every uid of its range) — never see each other's claims. These numbers only name
+# lock files; no process runs under them here. Far above the servers' default base and any real uid.
+BASE = 100_000_000 + (os.getpid() % 100_000) * 3 * SEARCH
 DEAD_HOLDER_BASE = BASE + SEARCH
 EXHAUSTED_BASE = BASE + 2 * SEARCH
 
@@ -52,12 +57,31 @@ def test_a_claim_held_by_another_process_is_skipped_and_freed_by_its_death() -> 
     assert uid == DEAD_HOLDER_BASE + 7
 
 
-def test_every_uid_held_is_an_error() -> None:
-    held = []
+def test_every_uid_held_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A small range: the rule is the same for 64 uids as for SEARCH, and SEARCH descriptors held at once
+    # would press on the process's open-file limit.
+    search = 64
+    locks = 0
+    real_flock = fcntl.flock
+
+    def counted(fd: int, op: int) -> None:
+        nonlocal locks
+        locks += 1
+        real_flock(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", counted)  # uid_claim calls fcntl.flock: counted
+    held: list[int] = []
     try:
-        with pytest.raises(RuntimeError, match="in use on this machine"):
-            for _ in range(SEARCH + 1):
-                held.append(claim_uid(EXHAUSTED_BASE)[1])
+        with pytest.raises(
+            RuntimeError, match=rf"{EXHAUSTED_BASE}\.\.{EXHAUSTED_BASE + search - 1} is in use"
+        ):
+            for _ in range(search + 1):
+                held.append(claim_uid(EXHAUSTED_BASE, search=search)[1])
+        assert len(held) == search
+        # Linear: each claim locks one new uid (the held ones are not probed again), the failing one none.
+        assert locks == search
     finally:
         for fd in held:
             release_uid(fd)
+        for uid in range(EXHAUSTED_BASE, EXHAUSTED_BASE + search):  # this process's range: no other user
+            (uid_claim.lock_folder() / f"{uid}.lock").unlink(missing_ok=True)
