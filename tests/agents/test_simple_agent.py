@@ -228,11 +228,14 @@ def test_aggregate_metrics_are_proxied(world: dict[str, Any]) -> None:
         {"_ng_task_index": 0, "_ng_rollout_index": i, "reward": float(i), "extracted_answer": "B"}
         for i in range(2)
     ]
-    rows.append({"_ng_task_index": 1, "_ng_rollout_index": 0, "reward": 1.0, "extracted_answer": "B"})
+    rows += [
+        {"_ng_task_index": 1, "_ng_rollout_index": i, "reward": 1.0, "extracted_answer": "B"}
+        for i in range(2)
+    ]
     body = call(agent.url, "POST", "/aggregate_metrics", json={"verify_responses": rows}).json()
-    assert body["agent_metrics"]["mean/reward"] == 2 / 3
+    assert body["agent_metrics"]["mean/reward"] == 3 / 4
     assert body["agent_metrics"]["pass@2/accuracy"] == 100.0
-    # rollout 0 of both tasks (0 and 1 → 50 %), rollout 1 of task 0 only (1 → 100 %); the most repeats: 2
+    # rollout 0 of the tasks: 0 and 1 → 50 %; rollout 1: 1 and 1 → 100 %; the most repeats: 2
     assert body["agent_metrics"]["per_sample_aggregate"] == {"accuracy": [50.0, 100.0]}
     assert list(body["agent_metrics"])[-1] == "num_repeats" and body["agent_metrics"]["num_repeats"] == 2
 
