@@ -73,7 +73,7 @@ def export_command(
         typer.echo(f"Wrote {path} ({count} trajectories)")
         return
     if fmt not in {f.value for f in Format}:
-        raise UsageError(f"--format must be parquet, csv or atif, got {fmt!r}")
+        raise UsageError(f"--format: {fmt!r} is not one of 'parquet', 'csv', 'atif'")
     # Without --to the tracker keys switch their trackers on, as on 'gym eval profile' and 'gym eval run'.
     targets = list(dict.fromkeys(to or settings.targets() or [Target.TABLES]))
     for target in targets:
