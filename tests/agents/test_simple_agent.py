@@ -87,6 +87,9 @@ def test_run_returns_the_verify_response(world: dict[str, Any]) -> None:
     assert body["response"]["usage"]["total_tokens"] > 0
     assert "uuid" not in body  # the verify response declares its fields
     assert world["env"].seen == ["seed_session", "verify"]
+    # NeMo Gym 0.7.0's outcome keys, after the verify reply's own
+    assert list(body)[-3:] == ["mask_sample", "failure_kind", "failure_reason"]
+    assert (body["mask_sample"], body["failure_kind"], body["failure_reason"]) == (False, None, None)
 
 
 def test_usage_is_summed_and_max_steps_stops(world: dict[str, Any]) -> None:
@@ -189,6 +192,7 @@ def test_skip_verification(world: dict[str, Any]) -> None:
     row = {"responses_create_params": PARAMS, "expected_answer": "B"}
     body = call(agent.url, "POST", "/run", json=row).json()
     assert body["reward"] == 0.25 and body["verification_skipped"] is True
+    assert (body["mask_sample"], body["failure_kind"], body["failure_reason"]) == (False, None, None)
     assert body["expected_answer"] == "B"  # the row is kept
     assert world["env"].seen == ["seed_session"]
     assert len(world["stub"].requests) == 1
@@ -224,9 +228,16 @@ def test_aggregate_metrics_are_proxied(world: dict[str, Any]) -> None:
         {"_ng_task_index": 0, "_ng_rollout_index": i, "reward": float(i), "extracted_answer": "B"}
         for i in range(2)
     ]
+    rows += [
+        {"_ng_task_index": 1, "_ng_rollout_index": i, "reward": 1.0, "extracted_answer": "B"}
+        for i in range(2)
+    ]
     body = call(agent.url, "POST", "/aggregate_metrics", json={"verify_responses": rows}).json()
-    assert body["agent_metrics"]["mean/reward"] == 0.5
+    assert body["agent_metrics"]["mean/reward"] == 3 / 4
     assert body["agent_metrics"]["pass@2/accuracy"] == 100.0
+    # rollout 0 of the tasks: 0 and 1 → 50 %; rollout 1: 1 and 1 → 100 %; the most repeats: 2
+    assert body["agent_metrics"]["per_sample_aggregate"] == {"accuracy": [50.0, 100.0]}
+    assert list(body["agent_metrics"])[-1] == "num_repeats" and body["agent_metrics"]["num_repeats"] == 2
 
 
 def test_bad_rows_and_bad_upstreams(world: dict[str, Any]) -> None:
@@ -305,3 +316,13 @@ def test_a_failed_verify_is_said_by_its_error_type(serve: Any, stub: Any) -> Non
     assert reply.status == 502
     assert reply.json()["error"]["type"] == "verifier_error"
     assert classify_status(reply.status, reply.body.decode()) is FailureClass.VERIFIER_ERROR
+
+
+def test_outcome_keys_the_environment_gives_are_kept() -> None:
+    from rewardgym.agents._run_metrics import with_run_outcome
+
+    body = b'{"reward": 0.0, "mask_sample": true, "failure_reason": "judge said no"}\n'
+    out = with_run_outcome(body, {"reward": 0.0, "mask_sample": True, "failure_reason": "judge said no"})
+    assert (
+        out == b'{"reward": 0.0, "mask_sample": true, "failure_reason": "judge said no","failure_kind":null}'
+    )

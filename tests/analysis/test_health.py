@@ -10,7 +10,7 @@ import numpy as np
 import orjson
 
 from rewardgym.analysis import analyze_files
-from rewardgym.analysis.health import ALL_CHECKS
+from rewardgym.analysis.check_ids import ALL_CHECKS
 from rewardgym.analysis.health_output import TaskEntries, health_summary, summary_bytes
 from tests.analysis.helpers import inputs_for, read_lines, rollout, write
 from tests.profile.helpers import cli
@@ -176,3 +176,41 @@ def test_decimal_order_is_the_order_of_the_strings() -> None:
     ):
         ids = np.unique(drawn.astype(np.int64))
         assert ids[_decimal_order(ids)].tolist() == [int(k) for k in sorted(map(str, ids.tolist()))]
+
+
+def test_ignored_checks_do_not_run_and_are_recorded(tmp_path: Path) -> None:
+    rows = [
+        rollout(0, 0, extracted=None), rollout(0, 1, extracted=None),
+        rollout(1, 0, text="same"), rollout(1, 1, text="same"), rollout(2, 0, reward=7.0),
+    ]  # fmt: skip
+    path = write(tmp_path / "rollouts.jsonl", rows)
+    args = ("eval", "health-check", str(tmp_path), "--workers", "1", "--exit-zero")
+    run = cli(*args, "--ignore-checks", "no_extracted_answer, repeats_identical,model_call_failed")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == (
+        "Rollout health: 5 checked, 4 healthy, 1 unhealthy, 0 unobserved "
+        "(ignored: model_call_failed, no_extracted_answer, repeats_identical)"
+    )
+    summary = orjson.loads((tmp_path / "rollouts_quality_summary.json").read_bytes())
+    assert summary["run"]["ignored_checks"] == [
+        "model_call_failed",
+        "no_extracted_answer",
+        "repeats_identical",
+    ]
+    coverage = summary["run"]["artifacts"]["coverage"]
+    assert coverage["no_extracted_answer"] == {"evaluated": 0, "unobserved": 0, "ignored": 5}
+    assert coverage["repeats_identical"] == {"evaluated": 0, "unobserved": 0, "ignored": 3}
+    assert summary["run"]["issues"]["no_extracted_answer"] == 0
+    assert summary["tasks"]["1"]["flags"] == []
+    checks = {f["check"] for f in summary["rewardgym"]["findings"]}
+    assert "no_extracted_answer" not in checks and "reward_out_of_range" in checks
+    verdicts = read_lines(tmp_path / "rollouts_rollout_verdicts.jsonl")
+    assert [v["verdict"] for v in verdicts] == ["healthy"] * 4 + ["unhealthy"]
+    assert path.is_file()
+    for bad, fragment in (
+        (("--ignore-checks", "a,,b"), "empty check id"),
+        (("--ignore-checks", "nope,agent_turn_hollow"), "Unknown rollout health check(s): nope"),
+        (("--workers", "0"), "workers must be at least 1"),
+    ):
+        run = cli("eval", "health-check", str(tmp_path), *bad)
+        assert run.returncode == 2 and fragment in run.stderr, run.stderr

@@ -169,3 +169,18 @@ def test_prompt_config_refuses_rows_with_input(tmp_path: Path) -> None:
     path = _write(tmp_path, ['{"responses_create_params":{"input":"x"}}'])
     with pytest.raises(DataError, match=r"in\.jsonl:1: row already has responses_create_params\.input"):
         _materialize(path, agent_name="a", prompt_config=PromptConfig(user="{x}"))
+
+
+def test_agent_map_sends_named_rows_to_the_mapped_agent(tmp_path: Path) -> None:
+    lines = [
+        '{"responses_create_params": {"input": "a"}, "agent_ref": {"type": "responses_api_agents", '
+        '"name": "x"}}',
+        '{"responses_create_params": {"input": "b"}, "agent_ref": {"name": "y"}}',
+    ]
+    rows = _materialize(_write(tmp_path, lines), agent_map={"x": "served"})
+    assert [r["agent_ref"] for r in rows] == [
+        {"type": "responses_api_agents", "name": "served"},
+        {"name": "y"},
+    ]
+    rows = _materialize(_write(tmp_path, lines), agent_map={"x": "served"}, num_repeats={"served": 2, "y": 1})
+    assert [orjson.loads(orjson.dumps(r))["agent_ref"]["name"] for r in rows] == ["served", "served", "y"]

@@ -136,7 +136,10 @@ def test_nemo_gym_request_sequence_completes_on_our_stack(our_stack: str) -> Non
         status, body = _http("POST", f"{target}{path}", entry["request_body"], entry["request_headers"])
         answer = orjson.loads(body)
         assert status == entry["status"] == 200
-        assert set(answer) == set(entry["response_body"]), (path, sorted(answer))
+        # The recording is of our stack before /run answered NeMo Gym 0.7.0's three outcome keys, as its own
+        # agent does: those are the only difference.
+        extra = {"mask_sample", "failure_kind", "failure_reason"} if path == "/run" else set()
+        assert set(answer) == set(entry["response_body"]) | extra, (path, sorted(answer))
         if path == "/run":
             runs += 1
             assert answer["reward"] == 1.0 and answer["response"]["output"]

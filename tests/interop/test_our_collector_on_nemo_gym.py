@@ -118,10 +118,17 @@ def test_gym_eval_run_no_serve_collects_through_a_nemo_gym_head(
         for r in rollouts
     )
     assert sorted(r["_ng_task_index"] for r in rollouts) == [0, 1, 2]
+    assert {r["_ng_environment_server"] for r in rollouts} == {"example_single_tool_call_environment_server"}
     # their /aggregate_metrics answer is what our metrics file holds
     assert len(log.aggregates) == 1 and len(log.aggregates[0]["verify_responses"]) == 3
     metrics = orjson.loads((tmp_path / "out" / "rollouts_aggregate_metrics.json").read_bytes())
     assert AGENT in orjson.dumps(metrics).decode()
+    # what NeMo Gym 0.7.0's agent adds to its answer is kept, after NeMo Gym 0.5's four keys
+    assert list(metrics[0]) == [
+        "agent_ref", "agent_metrics", "key_metrics", "group_level_metrics",
+        "repeat_level_metrics", "perf_summary",
+    ]  # fmt: skip
+    assert metrics[0]["agent_metrics"]["num_repeats"] == 1 and metrics[0]["perf_summary"] is None
     assert "Key metrics for " + AGENT in run.stdout
 
 
@@ -138,3 +145,23 @@ def test_gym_env_status_shows_a_nemo_gym_stack(tmp_path: Path, nemo_gym_stack: t
         and servers["policy_model"]["kind"] == "responses_api_models"
     )
     assert "Traceback" not in status.stderr
+
+
+def test_rows_carry_the_relay_the_nemo_gym_head_reports(tmp_path: Path) -> None:
+    # A relay whose name NeMo Gym's naming rule would not give: only the head's config document says it.
+    log = AgentLog()
+    agent = ThreadedServer(nemo_gym_agent_app(log), name="ng-agent").start()
+    head = ThreadedServer(nemo_gym_head_app(agent.url, relay="tool_env_relay"), name="ng-head").start()
+    try:
+        rows = (EXAMPLES / "example_single_tool_call" / "example.jsonl").read_bytes().splitlines()[:2]
+        (tmp_path / "in.jsonl").write_bytes(b"\n".join(rows) + b"\n")
+        run = _gym(
+            "eval", "run", "--no-serve", "--head-url", head.url, "--agent", AGENT, "--input", "in.jsonl",
+            "--output", "out/rollouts.jsonl", "--no-health-check", cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        head.stop()
+        agent.stop()
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = (tmp_path / "out" / "rollouts.jsonl").read_bytes().splitlines()
+    assert [orjson.loads(line)["_ng_environment_server"] for line in lines] == ["tool_env_relay"] * 2

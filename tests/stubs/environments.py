@@ -2,6 +2,7 @@
 
 - :class:`ExactMatchServer`: reward 1.0 when the response text, stripped, equals the row's ``expected_answer``
   or its ``\\boxed{X}`` content does; returns ``expected_answer`` and ``extracted_answer`` (mcqa-like shape).
+- :class:`FlakyJudgeServer`: :class:`ExactMatchServer` whose judge fails for the rows of one expected answer.
 - :class:`CounterServer`: the stateful counter of ``example_session_state_mgmt``
   (docs/reference/environments.md §6).
 - :class:`WeatherServer`: the ``get_weather`` tool of ``example_single_tool_call``; reward always 1.0.
@@ -18,6 +19,7 @@ from rewardgym.metrics.key_metrics import highest_k_metrics
 from rewardgym.metrics.pass_at_k import pass_majority_metrics
 from rewardgym.protocol import ReverifyMode, VerifyRequest, VerifyResponse, output_text
 from rewardgym.servers.config import ServerConfig
+from rewardgym.servers.errors import JudgeError
 from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 from rewardgym.servers.sessions import Session
 from rewardgym.servers.tools import tool
@@ -66,6 +68,23 @@ class ExactMatchServer(ResourcesServer[ExactMatchConfig]):
             **{k: v for k, v in agent_metrics.items() if k == "mean/reward"},
             **highest_k_metrics(agent_metrics, "pass@{k}", score_names=["accuracy"]),
         }
+
+
+class FlakyJudgeConfig(ExactMatchConfig):
+    judge_down_for: str | None = None
+    """Rows whose expected answer is this fail as a judge failure does (the judge is down for them)."""
+
+
+class FlakyJudgeServer(ExactMatchServer):
+    """:class:`ExactMatchServer` whose judge fails (``JudgeError``) for the rows ``judge_down_for`` names."""
+
+    config_class: ClassVar[type[ServerConfig]] = FlakyJudgeConfig
+
+    async def verify(self, body: ExactMatchVerifyRequest) -> VerifyResponse:
+        down = getattr(self.config, "judge_down_for", None)
+        if down is not None and body.expected_answer == down:
+            raise JudgeError("the judge is down")
+        return await super().verify(body)
 
 
 class CounterSeed(BaseModel):

@@ -34,14 +34,20 @@ def _json(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json")
 
 
-def nemo_gym_head_app(agent_url: str) -> Starlette:
-    """NeMo Gym's head as recorded, its agent instance pointing at ``agent_url``."""
+def nemo_gym_head_app(agent_url: str, relay: str | None = None) -> Starlette:
+    """NeMo Gym's head as recorded, its agent instance pointing at ``agent_url``; ``relay`` renames the
+    environment-server relay in front of the agent (a user's config may name it anything)."""
     port = urlsplit(agent_url).port
     records = recorded("head_server_instances.json")
+    recorded_relay = next(r for r in records if r["server_type"] == "environment_servers")["process_name"]
     for record in records:
         if record["server_type"] == AGENT_KIND:
             record.update(url=agent_url, port=port)
+        if relay is not None and record["process_name"] == recorded_relay:
+            record.update(process_name=relay, config_path=relay)
     document: str = recorded("head_global_config_dict_yaml.json")
+    if relay is not None:
+        document = document.replace(f"\n{recorded_relay}:\n", f"\n{relay}:\n")
     recorded_port = next(r for r in recorded("head_server_instances.json") if r["server_type"] == AGENT_KIND)[
         "port"
     ]

@@ -6,14 +6,18 @@ Endpoints:
   1. ``POST <resources>/seed_session`` with the row exactly as received and the request's cookies;
   2. the episode loop below, **in-process** (no HTTP self-call), with the seed reply's cookies;
   3. unless ``skip_verification``: ``POST <resources>/verify`` with ``row + {"response": <episode response>}``
-     and the cookies the tools ended with; the verify reply is returned verbatim. With ``skip_verification``
-     the answer is ``row + {response, reward: skip_verification_reward, verification_skipped: true}``.
+     and the cookies the tools ended with; the verify reply is returned verbatim, plus NeMo Gym 0.7.0's
+     ``mask_sample: false``, ``failure_kind: null``, ``failure_reason: null`` where it does not say them
+     (appended to its bytes). With ``skip_verification`` the answer is ``row + {response, reward:
+     skip_verification_reward, verification_skipped: true}`` and the same three keys.
   A non-2xx seed/model/verify reply, or a verify reply without a numeric ``reward``, is an error (502): a
   reward is never made up. A failed verify (5xx, unreachable, timed out, no numeric ``reward``) is answered
   with error type ``verifier_error``, which the collector classifies by (never by the body's wording).
 - ``POST /v1/responses``: the episode loop alone; the request's cookies seed both the resources-server and
   model cookies, and the cookies the loop ended with are set on the answer.
-- ``POST /aggregate_metrics``: forwarded to the resources server (an empty result with ``skip_verification``).
+- ``POST /aggregate_metrics``: forwarded to the resources server (an empty result with
+  ``skip_verification``); its ``agent_metrics`` gain ``per_sample_aggregate`` and ``num_repeats``
+  (:mod:`rewardgym.agents._run_metrics`).
 
 Episode loop (one model call per step; ``input`` as a string becomes one user message):
 - call ``<model>/v1/responses`` with the original params and ``input = original + outputs so far``;
@@ -40,6 +44,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import Field, field_validator
 from starlette.responses import Response as HttpResponse
 
+from rewardgym.agents._run_metrics import RUN_OUTCOME, with_run_metrics, with_run_outcome
 from rewardgym.agents.usage import accumulate_usage
 from rewardgym.http.client import HttpReply
 from rewardgym.http.errors import (
@@ -225,7 +230,7 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
                 keys.REWARD: self.config.skip_verification_reward,
                 "verification_skipped": True,
             }
-            return orjson.dumps(result)
+            return orjson.dumps(result | {k: v for k, v in RUN_OUTCOME.items() if k not in result})
         try:
             reply = await self._post(
                 f"{self.resources_url}/verify",
@@ -239,7 +244,7 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
         except UpstreamError as exc:
             # Said by its error type, so the collector classifies it without reading the message.
             raise ApiError(exc.http_status, f"verify failed: {exc}", kind=VERIFIER_ERROR_KIND) from None
-        return reply.body
+        return with_run_outcome(reply.body, verified)
 
     # ----------------------------------------------------------------- routes
     def _incoming_cookies(self, request: Request) -> dict[str, str]:
@@ -275,4 +280,4 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
             self.log.warning("aggregate_metrics: verification is skipped, returning empty metrics")
             return model_response(AggregateMetrics())
         reply = await self._post(f"{self.resources_url}/aggregate_metrics", data=body)
-        return raw_json_response(reply.body)
+        return raw_json_response(with_run_metrics(reply.body, body))

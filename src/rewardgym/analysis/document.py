@@ -50,6 +50,8 @@ class Settings:
     target_share: float = DEFAULT_TARGET
     reward_range: tuple[float, float] | None = None
     """None: the range the run's environments declared (``<stem>_run.json``), else [0, 1]."""
+    ignored_checks: tuple[str, ...] = ()
+    """Health checks that do not run (``--ignore-checks``), sorted ids."""
 
 
 DEFAULT_REWARD_RANGE = (0.0, 1.0)
@@ -167,7 +169,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
         columns, task_ids, starts, passes.passes, reward_range=reward_range,
         failure_classes=facts.failure_classes, failure_tasks=facts.failure_tasks,
         materialized=facts.materialized, unreadable=facts.unreadable,
-        uncollected_tasks=facts.uncollected_tasks,
+        uncollected_tasks=facts.uncollected_tasks, ignored=settings.ignored_checks,
     )  # fmt: skip
     p_equal = forecast.all_equal(settings.default_group)
     bands = band_table(passes)

@@ -19,6 +19,9 @@ Contract of :func:`health_checks`:
   ``task_not_collected`` (in the materialized inputs, with neither a rollout nor a failure record: an
   interrupted or partial run);
 - run checks: ``collection_failures`` (the failures sidecar, by class);
+- ``ignored`` checks (``--ignore-checks``, ``++health_check_ignored_checks``) do not run: their flags stay
+  all false, their findings are dropped, and :func:`ignored_check_ids` checks the ids (NeMo Gym 0.7.0's
+  registry ids and ours; an id of NeMo's we do not run is accepted and only recorded);
 - a :class:`~rewardgym.analysis.findings.Finding` is one dataset-level verdict: severity (``error`` /
   ``warning``), counts, the evidence in words, a likely fix and up to 5 example (task, rollout) keys
   (:mod:`rewardgym.analysis.findings` has the thresholds). The overall verdict is
@@ -32,30 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from rewardgym.analysis.check_ids import TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
 from rewardgym.analysis.findings import Finding, dataset_findings
 from rewardgym.stats.arrays import BoolArray, IntArray
 
-ROLLOUT_CHECKS = (
-    "record_unreadable",
-    "rollout_duplicate_identity",
-    "agent_turn_hollow",
-    "model_call_zero_completion_tokens",
-    "model_call_missing_token_counts",
-    "model_call_runaway_generation",
-    "no_extracted_answer",
-    "rollout_cut_off",
-    "reward_out_of_range",
-)
-TASK_CHECKS = (
-    "task_consistently_unhealthy",
-    "task_no_successful_model_calls",
-    "repeats_identical",
-    "task_zero_all_cut_off",
-    "task_not_collected",
-)
-RUN_CHECKS = ("collection_failures",)
-ALL_CHECKS = ROLLOUT_CHECKS + TASK_CHECKS + RUN_CHECKS
 DETAILS: dict[str, dict[str, Any]] = {
     "rollout_duplicate_identity": {},
     "agent_turn_hollow": {"reason": "response has no message text, reasoning or tool call"},
@@ -84,6 +68,8 @@ class Health:
     """Tasks of the materialized inputs with neither a rollout line nor a failure record."""
     findings: list[Finding]
     unreadable: int
+    ignored: tuple[str, ...] = ()
+    """The check ids that did not run, sorted."""
 
     @property
     def unhealthy(self) -> BoolArray:
@@ -168,9 +154,13 @@ def health_checks(
     materialized: int | None = None,
     unreadable: int = 0,
     uncollected_tasks: IntArray | None = None,
+    ignored: tuple[str, ...] = (),
 ) -> Health:
-    """Every check (see module doc); ``passes`` per task of ``task_ids``."""
+    """Every check but the ``ignored`` ones (see module doc); ``passes`` per task of ``task_ids``."""
     flags, duplicates = _rollout_flags(columns, reward_range)
+    for check in ignored:
+        if check in flags:
+            flags[check] = np.zeros(len(columns), np.bool_)
     unhealthy = np.zeros(len(columns), np.bool_)
     for flag in flags.values():
         unhealthy |= flag
@@ -178,6 +168,13 @@ def health_checks(
     if failure_tasks is not None and failure_tasks.shape[0]:  # (setdiff1d would sort every task id)
         only_failed = np.setdiff1d(failure_tasks, task_ids)
     task_flags = _task_flags(columns, starts, unhealthy, passes, np.zeros(task_ids.shape[0], np.bool_))
+    for check in ignored:
+        if check in task_flags:
+            task_flags[check] = np.zeros(task_ids.shape[0], np.bool_)
+    if "task_no_successful_model_calls" in ignored:
+        only_failed = np.zeros(0, np.int64)
+    if "task_not_collected" in ignored:
+        uncollected_tasks = None
     health = Health(
         rollout_flags=flags,
         duplicate_count=duplicates,
@@ -187,8 +184,9 @@ def health_checks(
         uncollected_tasks=np.zeros(0, np.int64) if uncollected_tasks is None else uncollected_tasks,
         findings=[],
         unreadable=unreadable,
+        ignored=ignored,
     )
     findings = dataset_findings(
         health, columns, reward_range, failure_classes or {}, materialized=materialized
     )
-    return replace(health, findings=findings)
+    return replace(health, findings=[f for f in findings if f.check not in ignored])

@@ -18,8 +18,9 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
+from rewardgym.analysis.check_ids import ROLLOUT_CHECKS, TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
-from rewardgym.analysis.health import DETAILS, ROLLOUT_CHECKS, TASK_CHECKS, Health
+from rewardgym.analysis.health import DETAILS, Health
 from rewardgym.analysis.health_view import issue_counts
 
 _HEALTHY = (
@@ -114,12 +115,16 @@ def health_summary(columns: RolloutColumns, health: Health, unreadable: int) -> 
     coverage = {c: {"evaluated": records, "unobserved": 0, "ignored": 0} for c in ROLLOUT_CHECKS}
     coverage.update({c: {"evaluated": tasks_n, "unobserved": 0, "ignored": 0} for c in TASK_CHECKS})
     coverage["collection_failures"] = {"evaluated": 1, "unobserved": 0, "ignored": 0}
+    for check in health.ignored:  # counted once per record (per task for task checks), as NeMo Gym does
+        if check in coverage:
+            counted = coverage[check]
+            counted["ignored"], counted["evaluated"] = counted["evaluated"], 0
     out_tokens = columns.output_tokens[np.isfinite(columns.output_tokens)]
     in_tokens = columns.input_tokens[np.isfinite(columns.input_tokens)]
     tasks = _task_entries(columns, health, bad)
     return {
         "run": {
-            "ignored_checks": [],
+            "ignored_checks": list(health.ignored),
             "artifacts": {"records": records, "captures": 0, "coverage": coverage},
             "verdicts": {"healthy": records - unhealthy, "unhealthy": unhealthy, "unobserved": 0},
             "issues": issues,

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from rewardgym.analysis.check_ids import ALL_CHECKS, ROLLOUT_CHECKS, TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
-from rewardgym.analysis.health import ALL_CHECKS, ROLLOUT_CHECKS, TASK_CHECKS, Health
+from rewardgym.analysis.health import Health
 
 
 def issue_counts(health: Health, unreadable: int) -> dict[str, int]:

@@ -6,18 +6,21 @@
   writes ``<stem>_analysis.json``, ``<stem>_rollout_verdicts.jsonl``, ``<stem>_quality_summary.json``
   and ``<stem>_report.html`` next to R and prints a short summary. Bad input exits 1 with one
   ``Error: …`` line before anything is written; a bad flag exits 2.
-- ``gym eval health-check [RUN] [--rollouts PATH] [--rollouts-file PATH] [--json] [--reward-range LOW,HIGH]
-  [--exit-zero]``: RUN is a folder (its ``rollouts.jsonl``, or ``--rollouts-file`` relative to it) or a
-  rollouts file; ``--rollouts PATH`` names the file as ``analyze`` / ``profile`` do (instead of RUN).
-  Writes the two health files and prints NeMo Gym's two lines plus the verdict. Unreadable lines are
-  findings, not errors. Exit codes: 0 healthy or warnings only, :data:`UNHEALTHY_EXIT` (4) when the
-  verdict is unhealthy (a check at error level), 1 bad input, 2 a bad flag or no rollouts file;
-  ``--exit-zero`` exits 0 whatever the verdict (NeMo Gym's behaviour).
+- ``gym eval health-check [RUN] [--rollouts PATH] [--rollouts-file PATH] [--workers N] [--ignore-checks
+  ID[,ID…]] [--json] [--reward-range LOW,HIGH] [--exit-zero]``: RUN is a folder (its ``rollouts.jsonl``, or
+  ``--rollouts-file`` relative to it) or a rollouts file; ``--rollouts PATH`` names the file as ``analyze`` /
+  ``profile`` do (instead of RUN). Writes the two health files and prints NeMo Gym's two lines (with its
+  `` (ignored: …)`` suffix) plus the verdict. Unreadable lines are findings, not errors. Exit codes: 0
+  healthy or warnings only, :data:`UNHEALTHY_EXIT` (4) when the verdict is unhealthy (a check at error
+  level), 1 bad input, 2 a bad flag, no rollouts file, an unknown or blank (``a,,b``) check id or
+  ``--workers 0``; ``--exit-zero`` exits 0 whatever the verdict (NeMo Gym's behaviour). ``--workers`` is the
+  number of processes that read the rollouts file.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -26,9 +29,11 @@ import typer
 from rich.console import Console
 
 from rewardgym.analysis.api import AnalyzeResult, analyze_files
+from rewardgym.analysis.check_ids import ignored_check_ids
 from rewardgym.analysis.document import Settings
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.run_files import OptionalInputsOpt, RolloutsOpt
+from rewardgym.config import GymConfig
 from rewardgym.errors import UsageError
 
 UNHEALTHY_EXIT = 4
@@ -153,12 +158,52 @@ def print_result(result: AnalyzeResult) -> None:
         console.print(f"Wrote {path}", markup=False)
 
 
-def health_after_run(rollouts: Path) -> None:
+def ignored_checks(value: object, option: str, *, refuse_blank: bool = False) -> tuple[str, ...]:
+    """The check ids of ``--ignore-checks`` / ``++health_check_ignored_checks`` (a usage error, exit 2,
+    names an unknown one)."""
+    try:
+        return ignored_check_ids(value, refuse_blank=refuse_blank)
+    except ValueError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def health_workers(value: object, option: str) -> int | None:
+    """``--workers`` / ``++health_check_workers``: None (one per core, as the scan does) or an int ≥ 1."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{option}: workers must be at least 1, got {value!r}")
+    return value
+
+
+def closing_health(
+    cfg: GymConfig, disabled: bool, workers: int | None, ignore: str | None
+) -> tuple[tuple[str, ...], int | None] | None:
+    """(ignored checks, workers) of the closing health check, or None when it is off (flags, else keys)."""
+    setting = cfg.get("disable_health_check", False)
+    if not isinstance(setting, bool):
+        raise UsageError(f"disable_health_check must be true or false, got {setting!r}")
+    if disabled or setting:
+        return None
+    ignored = ignored_checks(
+        ignore if ignore is not None else cfg.get("health_check_ignored_checks"),
+        "--health-check-ignore" if ignore is not None else "health_check_ignored_checks",
+        refuse_blank=ignore is not None,
+    )
+    count = health_workers(
+        workers if workers is not None else cfg.get("health_check_workers"),
+        "--health-check-workers" if workers is not None else "health_check_workers",
+    )
+    return ignored, count
+
+
+def health_after_run(rollouts: Path, *, ignored: tuple[str, ...] = (), workers: int | None = None) -> None:
     """``gym eval run``'s closing health check (never changes the run's exit code)."""
     if not rollouts.is_file():
         return
     try:
-        result = analyze_files(None, rollouts, strict=False, health_only=True)
+        settings = Settings(ignored_checks=ignored)
+        result = analyze_files(None, rollouts, settings, strict=False, health_only=True, workers=workers)
     except Exception as exc:
         typer.echo(
             f"Rollout health checks failed after collection ({exc}); rollout artifacts are still available."
@@ -171,9 +216,11 @@ def _print_health(result: AnalyzeResult) -> None:
     summary = orjson.loads(result.paths.quality.read_bytes())
     verdicts = summary["run"]["verdicts"]
     records = summary["run"]["artifacts"]["records"]
+    ignored = summary["run"]["ignored_checks"]
+    suffix = f" (ignored: {', '.join(ignored)})" if ignored else ""
     typer.echo(
         f"Rollout health: {records} checked, {verdicts['healthy']} healthy, "
-        f"{verdicts['unhealthy']} unhealthy, {verdicts['unobserved']} unobserved"
+        f"{verdicts['unhealthy']} unhealthy, {verdicts['unobserved']} unobserved{suffix}"
     )
     typer.echo(f"Quality summary: {result.paths.quality}")
     for line in health_lines(result):
@@ -239,6 +286,15 @@ def health_check_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one line of JSON.")] = False,
     reward_range: RewardRangeOpt = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Processes reading the rollouts (default: one per core).")
+    ] = None,
+    ignore_checks: Annotated[
+        str | None,
+        typer.Option(
+            "--ignore-checks", "--ignore", metavar="ID[,ID…]", help="Health checks not to run (their ids)."
+        ),
+    ] = None,
     exit_zero: Annotated[
         bool,
         typer.Option(
@@ -246,6 +302,10 @@ def health_check_command(
         ),
     ] = False,
 ) -> None:
+    ignored = (
+        () if ignore_checks is None else ignored_checks(ignore_checks, "--ignore-checks", refuse_blank=True)
+    )
+    scan_workers = health_workers(workers, "--workers")
     if (run is None) == (rollouts is None):
         raise UsageError("give the run (a folder or rollouts file) or --rollouts FILE, one of them")
     if rollouts is not None:
@@ -261,8 +321,8 @@ def health_check_command(
         rollouts = run
     if not rollouts.is_file():
         raise UsageError(f"Rollout JSONL not found: {rollouts}")
-    settings = build_settings(reward_range=reward_range)
-    result = analyze_files(None, rollouts, settings, strict=False, health_only=True)
+    settings = replace(build_settings(reward_range=reward_range), ignored_checks=ignored)
+    result = analyze_files(None, rollouts, settings, strict=False, health_only=True, workers=scan_workers)
     if as_json:
         summary = orjson.loads(result.paths.quality.read_bytes())
         typer.echo(orjson.dumps(summary).decode())

@@ -45,10 +45,16 @@ eval_app = typer.Typer(
 )
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
 data_app = typer.Typer(help="Turn reward profiles into training data.", no_args_is_help=True)
+dataset_app = typer.Typer(
+    help="Prepare input rows: render a prompt config, collate a config's datasets (NeMo Gym's local "
+    "'gym dataset' commands).",
+    no_args_is_help=True,
+)
 app.add_typer(env_app, name="env")
 app.add_typer(eval_app, name="eval")
 app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
+app.add_typer(dataset_app, name="dataset")
 
 # Command modules, imported for their registration side effect. A module that does not exist yet is
 # skipped, so the CLI grows as features land without this list being a source of breakage.
@@ -65,6 +71,9 @@ _COMMAND_MODULES = (
     "rewardgym.cli.export_cmd",
     "rewardgym.cli.data_cmd",
     "rewardgym.cli.compare_cmd",
+    "rewardgym.cli.catalog_cmd",
+    "rewardgym.cli.dataset_cmd",
+    "rewardgym.cli.envcheck_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -82,6 +91,9 @@ _MODULE_GROUPS = {
     "rewardgym.cli.export_cmd": "eval",
     "rewardgym.cli.data_cmd": "data",
     "rewardgym.cli.compare_cmd": "eval",
+    "rewardgym.cli.catalog_cmd": "list",  # also `gym search` (an unlisted word imports every module)
+    "rewardgym.cli.dataset_cmd": "dataset",
+    "rewardgym.cli.envcheck_cmd": "env",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {
@@ -91,12 +103,13 @@ _MODULE_COMMANDS = {
     "rewardgym.cli.env_cmd": {"start", "status", "stop"},
     "rewardgym.cli.envlist_cmd": {"list"},
     "rewardgym.cli.envnew_cmd": {"new"},
+    "rewardgym.cli.envcheck_cmd": {"validate", "test", "schema"},
     "rewardgym.cli.analyze_cmd": {"analyze", "health-check"},
     "rewardgym.cli.export_cmd": {"export"},
     "rewardgym.cli.data_cmd": {"select"},
     "rewardgym.cli.compare_cmd": {"compare"},
 }
-_ROOT_FLAGS = frozenset({"--debug", "--version", "--help"})
+_ROOT_FLAGS = frozenset({"--debug", "--version", "--help", "--json"})
 
 _DEBUG = {"enabled": False}
 
@@ -113,6 +126,7 @@ def _root(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    as_json: bool = typer.Option(False, "--json", help="With --version: print it as JSON, with the system."),
 ) -> None:
     _DEBUG["enabled"] = debug
 
@@ -181,9 +195,25 @@ def _bare_ray_flag(args: list[str]) -> list[str]:
     return out
 
 
+def _root_words(args: list[str]) -> list[str]:
+    """The root flags given before any command word."""
+    words = []
+    for arg in args:
+        if arg not in _ROOT_FLAGS:
+            break
+        words.append(arg)
+    return words
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
     args = _bare_ray_flag(sys.argv[1:] if argv is None else argv)
+    root = _root_words(args)
+    if "--version" in root and "--json" in root:  # NeMo Gym's `gym --version --json`
+        from rewardgym.cli.version_info import version_json
+
+        sys.stdout.write(version_json() + "\n")
+        return 0
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     if signal.getsignal(signal.SIGINT) is _interrupted_early:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is handled below

@@ -20,6 +20,7 @@ import orjson
 import typer
 
 from rewardgym.cli import aio
+from rewardgym.cli.analyze_cmd import closing_health, health_after_run
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -35,6 +36,8 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.run_settings import config_bool as config_flag
+from rewardgym.cli.run_settings import config_text
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.aggregate import (
     compute_aggregate_metrics,
@@ -88,6 +91,17 @@ def reverify(
     log_dir: Annotated[
         Path | None, typer.Option("--log-dir", help="Server logs (default: <output folder>/logs).")
     ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Re-score only the first N rollouts.")
+    ] = None,
+    judge_failed_only: Annotated[
+        bool,
+        typer.Option(
+            "--judge-failed-only",
+            help="Recovery: copy the rollouts to the output and re-score only the run's judge failures "
+            "(<rollouts stem>_failures.jsonl).",
+        ),
+    ] = False,
     config: ConfigOpt = None,
     resources_server: ResourcesServerOpt = None,
     model_type: ModelTypeOpt = None,
@@ -102,7 +116,8 @@ def reverify(
     Each materialized row plus its stored response goes straight to the resources server's /verify.
     """
     known = [*CONFIG_OPTION_NAMES, "--inputs", "--rollouts", "--output", "--concurrency", "--resume",
-             "--overwrite", "--force", "--disable-aggregation", "--log-dir"]  # fmt: skip
+             "--overwrite", "--force", "--disable-aggregation", "--log-dir", "--limit",
+             "--judge-failed-only"]  # fmt: skip
     overrides = split_overrides(ctx.args, known)
     cfg = load_stack_config(
         overrides=overrides, config=config or [], resources=resources_server or [],
@@ -113,7 +128,8 @@ def reverify(
     settings = ReverifySettings(
         inputs=inputs, rollouts=rollouts, output=output, concurrency=concurrency, resume=resume,
         overwrite=overwrite, force=force, disable_aggregation=disable_aggregation,
-        read_files=read_files(cfg),
+        read_files=read_files(cfg), limit=limit,
+        judge_failed_only=judge_failed_only or config_flag(cfg, "judge_failed_only"),
     )  # fmt: skip
     # Before any server starts: either name may be written (unsafe_* when an environment is not stateless).
     guard_reverify_outputs(settings, output_path(settings, False), output_path(settings, True))
@@ -147,8 +163,16 @@ async def _reverify(settings: ReverifySettings, cfg: GymConfig, routes: dict[str
 @eval_app.command("aggregate", context_settings=OVERRIDE_CONTEXT)
 def aggregate(
     ctx: typer.Context,
-    input_globs: Annotated[str, typer.Option("--input", "-i", help="Rollout shards: 'glob[,glob]'.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Merged rollouts file to write.")],
+    input_globs: Annotated[
+        str | None,
+        typer.Option(
+            "--input-glob", "--input", "-i", help="Rollout shards: 'glob[,glob]' (or ++input_glob=…)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Merged rollouts file to write (or ++output_jsonl_fpath=…)."),
+    ] = None,
     no_serve: Annotated[
         bool,
         typer.Option(
@@ -160,6 +184,16 @@ def aggregate(
     head_url: Annotated[
         str | None,
         typer.Option("--head-url", help="Head registry of the running servers (default: head_server)."),
+    ] = None,
+    no_health_check: Annotated[
+        bool, typer.Option("--no-health-check", help="Skip the health check of the merged rollouts.")
+    ] = False,
+    health_check_workers: Annotated[
+        int | None, typer.Option("--health-check-workers", help="Processes the health check reads with.")
+    ] = None,
+    health_check_ignore: Annotated[
+        str | None,
+        typer.Option("--health-check-ignore", metavar="ID[,ID…]", help="Health checks not to run."),
     ] = None,
     log_dir: Annotated[
         Path | None,
@@ -174,9 +208,27 @@ def aggregate(
     model_api_key: ModelApiKeyOpt = None,
     model_api_key_file: ModelApiKeyFileOpt = None,
 ) -> None:
-    """Merge rollout shards (sorted by key) and recompute aggregate metrics through the agents."""
-    known = [*CONFIG_OPTION_NAMES, "--input", "--output", "--no-serve", "--serve", "--head-url", "--log-dir"]
+    """Merge rollout shards (sorted by key) and recompute aggregate metrics through the agents; then the
+    health check of the merged rollouts, as after 'gym eval run'."""
+    known = [*CONFIG_OPTION_NAMES, "--input-glob", "--input", "--output", "--no-serve", "--serve",
+             "--head-url", "--log-dir", "--no-health-check", "--health-check-workers",
+             "--health-check-ignore"]  # fmt: skip
     overrides = split_overrides(ctx.args, known)
+    if no_serve:
+        cfg = load_config(config or [], overrides, require_complete=False, check_keys=True)
+    else:
+        if head_url is not None:
+            raise UsageError("--head-url names running servers: use it with --no-serve, not --serve")
+        cfg = load_stack_config(
+            overrides=overrides, config=config or [], resources=resources_server or [],
+            model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
+            model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
+        )  # fmt: skip
+    input_globs = input_globs or config_text(cfg, "input_glob")
+    output = output or (Path(text) if (text := config_text(cfg, "output_jsonl_fpath")) else None)
+    if input_globs is None or output is None:
+        raise UsageError("--input-glob and --output are required (or ++input_glob / ++output_jsonl_fpath)")
+    health = closing_health(cfg, no_health_check, health_check_workers, health_check_ignore)
     paths = sorted({Path(p) for pattern in input_globs.split(",") for p in glob.glob(pattern.strip())})
     if not paths:
         raise UsageError(f"no rollout file matches --input {input_globs!r}")
@@ -185,21 +237,17 @@ def aggregate(
         [(path, "--input shard") for path in paths],
     )
     if not no_serve:
-        if head_url is not None:
-            raise UsageError("--head-url names running servers: use it with --no-serve, not --serve")
-        served = load_stack_config(
-            overrides=overrides, config=config or [], resources=resources_server or [],
-            model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
-            model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
-        )  # fmt: skip
         logs = (log_dir or output.parent / "logs").expanduser().resolve()
-        aio.run(_aggregate_served(paths, output, served, logs))
+        aio.run(_aggregate_served(paths, output, cfg, logs))
+        if health is not None:
+            health_after_run(output, ignored=health[0], workers=health[1])
         return
-    cfg = load_config(config or [], overrides, require_complete=False, check_keys=True)
     host, port = cfg.head_server
     head = head_url or f"http://{host}:{port}"
     token = cfg.get("auth_token")
     aio.run(_aggregate(paths, output, head, {"X-Rewardgym-Token": str(token)} if token else {}))
+    if health is not None:
+        health_after_run(output, ignored=health[0], workers=health[1])
 
 
 def _same_run(paths: list[Path]) -> None:

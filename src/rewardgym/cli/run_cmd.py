@@ -19,6 +19,7 @@ import typer
 
 from rewardgym.cli import adaptive_opts as ad
 from rewardgym.cli import aio
+from rewardgym.cli.analyze_cmd import closing_health, health_after_run
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -35,8 +36,12 @@ from rewardgym.cli.config_cmd import (
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
 from rewardgym.cli.run_settings import (
+    agent_map_of,
     config_bool,
+    config_concurrency,
     config_number,
+    config_path,
+    config_text,
     exit_code_of,
     explicit_settings,
     failure_rate_limit,
@@ -47,6 +52,7 @@ from rewardgym.cli.run_settings import (
 )
 from rewardgym.cli.run_trackers import after_run_files, export_after_run, trackers_of
 from rewardgym.cli.stack_config import load_stack_config
+from rewardgym.collect.collate import collate_split
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
@@ -63,7 +69,8 @@ _FLAGS = [
     "--input", "--output", "--agent", "--limit", "--num-repeats", "--concurrency", "--resume", "--force",
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
-    "--startup-timeout", "--shard", "--no-health-check", "--interleave-repeats", "--agent-fill-missing",
+    "--startup-timeout", "--split", "--shard", "--no-health-check", "--health-check-workers",
+    "--health-check-ignore", "--interleave-repeats", "--agent-fill-missing",
     *ad.FLAGS,
 ]  # fmt: skip
 
@@ -79,12 +86,18 @@ def run(
     input_path: Annotated[
         Path | None,
         typer.Option(
-            "--input", "-i", help="Input rows (JSONL). Required, except with --resume.", show_default=False
+            "--input",
+            "-i",
+            help="Input rows (JSONL). Required, except with --split or --resume.",
+            show_default=False,
         ),
     ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Rollouts file to write (JSONL).")] = Path(
-        "results/rollouts.jsonl"
-    ),
+    output_flag: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Rollouts file to write (JSONL; default results/rollouts.jsonl)."
+        ),
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option(
@@ -104,7 +117,12 @@ def run(
             "--num-repeats", help="Rollouts per task.", show_default="1, or ++num_repeats of the config"
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Rollouts in flight.", min=1)] = 32,
+    concurrency_flag: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency", help="Rollouts in flight.", min=1, show_default="32, or num_samples_in_parallel"
+        ),
+    ] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Resume although the run changed.")] = False,
     retry_failed: Annotated[
@@ -130,6 +148,14 @@ def run(
     disable_aggregation: Annotated[
         bool, typer.Option("--disable-aggregation", help="Skip the aggregate metrics at the end.")
     ] = False,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            "--split",
+            help="Collect the config's datasets of this split (train, validation, benchmark, example) "
+            "instead of --input: collated into <output without suffix>/preprocessed_datasets/<split>.jsonl.",
+        ),
+    ] = None,
     shard: Annotated[
         str | None,
         typer.Option(
@@ -177,6 +203,14 @@ def run(
     no_health_check: Annotated[
         bool, typer.Option("--no-health-check", help="Skip the health check.")
     ] = False,
+    health_check_workers: Annotated[
+        int | None,
+        typer.Option("--health-check-workers", help="Processes the closing health check reads with."),
+    ] = None,
+    health_check_ignore: Annotated[
+        str | None,
+        typer.Option("--health-check-ignore", metavar="ID[,ID…]", help="Health checks not to run."),
+    ] = None,
     adaptive: ad.AdaptiveOpt = False,
     adaptive_initial: ad.InitialOpt = None,
     adaptive_max: ad.MaxOpt = None,
@@ -193,15 +227,6 @@ def run(
     130 interrupted.
     """
     overrides = split_overrides(ctx.args, _FLAGS)
-    if input_path is None and not resume:
-        raise UsageError("--input is required (or --resume to continue an earlier run)")
-    if input_path is not None:
-        refuse_special_input(input_path, "--input")  # before any server is started or asked
-    if input_path is not None and not resume and not input_path.is_file():
-        # Checked before any server starts (a serving run would otherwise boot the model first).
-        if input_path.is_dir():
-            raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
-        raise DataError(f"Input file not found: '{input_path}' (--input)")
     shard_spec = parse_shard(shard)
     if no_serve:
         cfg = load_config(
@@ -213,6 +238,29 @@ def run(
             model_types=model_type or [], agents=[], search_dirs=search_dir or [], model=model,
             model_url=model_url, model_api_key=model_api_key, model_api_key_file=model_api_key_file,
         )  # fmt: skip
+    # NeMo Gym's config keys for what the flags say (+input_jsonl_fpath=… for --input); a flag wins.
+    input_path = config_path(cfg, "input_jsonl_fpath", input_path)
+    output = config_path(cfg, "output_jsonl_fpath", output_flag) or Path("results/rollouts.jsonl")
+    resume = resume or config_bool(cfg, "resume_from_cache")
+    concurrency = config_concurrency(cfg, concurrency_flag)
+    prompt_config = config_path(cfg, "prompt_config", prompt_config)
+    split = split if split is not None else config_text(cfg, "split")
+    if split is not None and input_path is not None:
+        raise UsageError("--split and --input both name the input rows; give one of them")
+    if split is not None and not resume:  # NeMo Gym's end-to-end run: the config's datasets of the split
+        collated, rows = collate_split(cfg, split, output.with_suffix("") / "preprocessed_datasets")
+        _say(f"Collated {rows} rows of split {split!r} into {collated}")
+        input_path = collated
+    if input_path is None and not resume:
+        raise UsageError("--input is required (or --split, or --resume to continue an earlier run)")
+    if input_path is not None:
+        refuse_special_input(input_path, "--input")  # before any server is started or asked
+    if input_path is not None and not resume and not input_path.is_file():
+        # Checked before any server starts (a serving run would otherwise boot the model first).
+        if input_path.is_dir():
+            raise DataError(f"Input file cannot be read: '{input_path}' (--input): Is a directory")
+        raise DataError(f"Input file not found: '{input_path}' (--input)")
+    health = closing_health(cfg, no_health_check, health_check_workers, health_check_ignore)
     create_params: dict[str, Any] = {}
     for key, value in (
         ("temperature", temperature),
@@ -239,6 +287,7 @@ def run(
         create_params_overrides={**extra_params, **create_params},
         prompt_config=load_prompt_config(prompt_config),
         interleave=interleave_repeats or config_bool(cfg, "interleave_repeats"),
+        agent_map=agent_map_of(cfg),
     )
     explicit = explicit_settings(
         resume,
@@ -272,9 +321,10 @@ def run(
         adaptive=policy,
     )
     trackers = trackers_of(cfg)  # ++wandb_project / ++mlflow_tracking_uri: extras checked up front
-    health = not (no_health_check or config_bool(cfg, "disable_health_check"))
     # before any server starts or any file (a log folder) is created: every file the run may write
-    guard_run_outputs(settings, after_run_files(output, health=health, trackers=trackers is not None))
+    guard_run_outputs(
+        settings, after_run_files(output, health=health is not None, trackers=trackers is not None)
+    )
     max_failure_rate = failure_rate_limit(cfg)
     token = cfg.get("auth_token")
     headers = {"X-Rewardgym-Token": str(token)} if token else None
@@ -291,10 +341,8 @@ def run(
         )
     if code:
         raise typer.Exit(code)
-    if health:
-        from rewardgym.cli.analyze_cmd import health_after_run
-
-        health_after_run(output)
+    if health is not None:
+        health_after_run(output, ignored=health[0], workers=health[1])
     if trackers is not None:
         export_after_run(output, trackers, cfg)
 

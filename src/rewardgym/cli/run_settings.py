@@ -146,3 +146,47 @@ def exit_code_of(summary: CollectSummary, max_failure_rate: float | None) -> int
         f"see {summary.outputs.failures}\n"
     )
     return EXIT_FAILURE_RATE
+
+
+def agent_map_of(cfg: GymConfig) -> dict[str, str]:
+    """``++agent_map={row agent: served agent}``: which agent runs the rows that name another."""
+    value = cfg.get("agent_map")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()
+    ):
+        raise UsageError(f"agent_map must be a mapping of agent name to agent name, got {value!r}")
+    return dict(value)
+
+
+def config_path(cfg: GymConfig, key: str, flag: Path | None) -> Path | None:
+    """A path flag, else NeMo Gym's config key for it (``+input_jsonl_fpath=…`` for ``--input``)."""
+    if flag is not None:
+        return flag
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"{key} must be a file path, got {value!r}")
+    return Path(value).expanduser()
+
+
+def config_concurrency(cfg: GymConfig, flag: int | None) -> int:
+    """``--concurrency``, else ``num_samples_in_parallel`` (NeMo Gym's key), else 32."""
+    if flag is not None:
+        return flag
+    value = cfg.get("num_samples_in_parallel")
+    if value is None:
+        return 32
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"num_samples_in_parallel must be an integer >= 1, got {value!r}")
+    return value
+
+
+def config_text(cfg: GymConfig, key: str) -> str | None:
+    """A string setting (``++split=train``), or None when unset."""
+    value = cfg.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise UsageError(f"{key} must be a non-empty string, got {value!r}")
+    return value

@@ -188,7 +188,8 @@ def _validate_result(body: bytes, text: str) -> dict[str, Any]:
             (str(v) for k, v in result.items() if k.startswith("_ng_failure_") and k != keys.FAILURE_CLASS),
             "",
         )
-        raise AttemptFailure(failure_class, f"agent reported {marked}: {_short(detail)}")
+        response = result.get(keys.RESPONSE) if failure_class is FailureClass.JUDGE_FAILED else None
+        raise AttemptFailure(failure_class, f"agent reported {marked}: {_short(detail)}", response=response)
     reward = result.get(keys.REWARD)
     if isinstance(reward, bool) or not isinstance(reward, int | float) or not math.isfinite(reward):
         raise AttemptFailure(

@@ -3,8 +3,10 @@
 Each rollout is sent stripped of its bulky parts (``response`` except ``response.usage``,
 ``responses_create_params``, trajectories), grouped by ``agent_ref.name``. The answers are written to
 ``<stem>_aggregate_metrics.json`` as a list of ``{agent_ref, agent_metrics, key_metrics,
-group_level_metrics}`` (NeMo Gym's shape, indented). A stored ``reward`` that is not a number is a
-:class:`~rewardgym.errors.DataError` naming ``file:line`` (the agents would refuse the whole request).
+group_level_metrics}`` (NeMo Gym's shape, indented), followed by ``repeat_level_metrics`` and
+``perf_summary`` when the agent's answer has them (a NeMo Gym 0.7.0 agent's). A stored ``reward`` that is
+not a number is a :class:`~rewardgym.errors.DataError` naming ``file:line`` (the agents would refuse the
+whole request).
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ _DROPPED = frozenset(
         "ng_trajectory",
     }
 )
+
+
+_KEPT = ("repeat_level_metrics", "perf_summary")
+"""Keys of an ``/aggregate_metrics`` answer written to the entry when the agent gives them."""
 
 
 def strip_for_metrics(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,14 +120,15 @@ async def compute_aggregate_metrics(
                         f"agent {agent!r} /aggregate_metrics failed: {type(exc).__name__}: {exc}"
                     ) from None
             metrics = orjson.loads(payload)
-            entries.append(
-                {
-                    "agent_ref": {"name": agent},
-                    "agent_metrics": metrics.get("agent_metrics", {}),
-                    "key_metrics": metrics.get("key_metrics", {}),
-                    "group_level_metrics": metrics.get("group_level_metrics", []),
-                }
-            )
+            entry = {
+                "agent_ref": {"name": agent},
+                "agent_metrics": metrics.get("agent_metrics", {}),
+                "key_metrics": metrics.get("key_metrics", {}),
+                "group_level_metrics": metrics.get("group_level_metrics", []),
+            }
+            # What a NeMo Gym 0.7.0 agent adds to its answer is kept, as its collector keeps it.
+            entry.update({key: metrics[key] for key in _KEPT if key in metrics})
+            entries.append(entry)
     return entries
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from rewardgym.http.errors import UPSTREAM_AUTH_KIND, UPSTREAM_REJECTED_KIND, VERIFIER_ERROR_KIND, error_kind
 from rewardgym.http.retry import retry_delay
@@ -57,6 +58,9 @@ class AttemptFailure(Exception):
     reason: str
     status: int | None = None
     retry_after_s: float | None = None
+    response: Any = None
+    """The episode's response when the agent answered one (a judge that failed: the response is there to
+    re-score with ``gym eval reverify --judge-failed-only``)."""
 
     @property
     def transient(self) -> bool:

@@ -8,6 +8,9 @@ Contract (users diff these files against NeMo Gym's):
 - ``agent_name`` (``--agent``) sets every row's ``agent_ref`` to ``{"name": agent_name}`` (in place when the
   row had one), as NeMo Gym 0.7.0 does; rows that named another agent are counted and reported through
   ``warn`` once the file is read. With ``agent_fill_missing`` it only fills a missing ``agent_ref``.
+- ``agent_map`` (``++agent_map={row agent: served agent}``) then sends a row whose ``agent_ref.name`` is a
+  key of the map to the mapped agent: its ``agent_ref.name`` is replaced (other ``agent_ref`` keys kept), so
+  a dataset written for one stack's agent names runs on another's.
 - ``num_repeats`` is an int, or a mapping from agent name to int with an optional ``_default``.
 - ``add_seed`` puts ``"seed": <rollout index>`` into ``responses_create_params.metadata.extra_body``
   (a JSON string, merged with one already there, written like Python's ``json.dumps``: ``{"seed": 0}``).
@@ -64,6 +67,8 @@ class MaterializeOptions:
     prompt_config: PromptConfig | None = None
     interleave: bool = False
     """Order the rows "abcabc" (by rollout index) instead of "aabbcc" (``--interleave-repeats``)."""
+    agent_map: Mapping[str, str] = field(default_factory=dict)
+    """Row agent name → the agent that runs it (``++agent_map``), applied after ``agent_name``."""
 
 
 MAX_REPEATS = 10_000
@@ -98,7 +103,8 @@ def _repeats_for(spec: RepeatSpec, agent: str | None) -> int | None:
     return spec.get("_default")
 
 
-def _render_prompt(row: dict[str, Any], prompt: PromptConfig, where: str) -> None:
+def render_prompt(row: dict[str, Any], prompt: PromptConfig, where: str) -> None:
+    """Fill ``responses_create_params.input`` of ``row`` from ``prompt`` (module docstring)."""
     params = row.get(keys.RESPONSES_CREATE_PARAMS)
     if isinstance(params, dict) and params.get("input"):
         raise DataError(
@@ -185,7 +191,7 @@ def _iter_aabbcc(
             where = f"{os.fspath(path)}:{number}"
             row = parse_line(raw, path, number)
             if options.prompt_config is not None:
-                _render_prompt(row, options.prompt_config, where)
+                render_prompt(row, options.prompt_config, where)
             params = row.get(keys.RESPONSES_CREATE_PARAMS)
             if not isinstance(params, dict):
                 raise DataError(f"{where}: row has no 'responses_create_params' object")
@@ -193,6 +199,9 @@ def _iter_aabbcc(
                 _set_agent(row, options, replaced)
             ref = row.get(keys.AGENT_REF)
             agent = ref.get("name") if isinstance(ref, dict) else None
+            if isinstance(agent, str) and agent in options.agent_map:
+                agent = options.agent_map[agent]
+                row[keys.AGENT_REF] = {**ref, "name": agent} if isinstance(ref, dict) else {"name": agent}
             if not isinstance(agent, str):
                 rows_without_agent.append(number)
                 continue

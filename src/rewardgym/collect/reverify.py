@@ -8,6 +8,11 @@ is prefixed ``unsafe_``. Failures and resume behave as in collection: a failure 
 
 No output may be one of the inputs: re-scoring ``--rollouts R`` into ``-o R`` is refused before anything
 is touched (rollouts whose re-verification failed would otherwise be lost from R); write elsewhere.
+The rollouts may also be ATIF trajectories (``gym eval export --format atif``): each response is rebuilt
+from the trajectory's steps. ``limit`` re-scores only the first N rollouts of the rollouts file (in its
+order). ``judge_failed_only`` seeds the output with the rollouts (each key once) and re-scores only the
+judge failures of the run's failures sidecar (each key once; a key already in the output is skipped), the
+first ``limit`` of them.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from rewardgym.collect.aggregate import (
     write_aggregate_metrics,
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats, Pending
-from rewardgym.collect.failures import AttemptFailure, RetryPolicy
+from rewardgym.collect.failures import AttemptFailure, FailureClass, RetryPolicy
 from rewardgym.collect.outputs import RunOutputs, stored_line
 from rewardgym.collect.resume import PriorRun, key_of, load_prior_run
 from rewardgym.collect.runlock import run_lock
@@ -38,7 +43,7 @@ from rewardgym.config import GymConfig
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import JsonlAppender, iter_jsonl
 from rewardgym.io.outputs import guard_outputs
-from rewardgym.protocol import keys
+from rewardgym.protocol import atif, keys
 
 RESOURCES_KIND: Final = "resources_servers"
 AGENTS_KIND: Final = "responses_api_agents"
@@ -56,6 +61,13 @@ class ReverifySettings:
     overwrite: bool = False
     force: bool = False
     disable_aggregation: bool = False
+    judge_failed_only: bool = False
+    """Recovery (NeMo Gym's ``--judge-failed-only``): the output is seeded with the rollouts as they are, and
+    only the run's judge failures (``<rollouts stem>_failures.jsonl`` rows of class ``judge_failed``, which
+    keep their response) are re-scored and appended."""
+    limit: int | None = None
+    """Re-verify only the first N rollouts of ``rollouts`` (NeMo Gym's ``--limit``; rows already done by a
+    resumed run count against it)."""
     read_files: tuple[tuple[Path, str], ...] = ()
     """Other files the command read (config files): no output may be one of them."""
 
@@ -128,8 +140,16 @@ async def reverify_modes(urls: Mapping[str, str]) -> dict[str, str]:
 
 
 def _load_responses(path: Path) -> dict[tuple[int, int], Any]:
+    """Key → stored response of every rollout of ``path``; a line that is an ATIF trajectory (``gym eval
+    export --format atif``) gives the response rebuilt from its steps (:mod:`rewardgym.protocol.atif`)."""
     responses: dict[tuple[int, int], Any] = {}
     for number, row in iter_jsonl(path, what="Rollouts file"):
+        if atif.is_trajectory(row):
+            key = atif.key_of_trajectory(row, f"{path}:{number}")
+            if key in responses:
+                raise DataError(f"{path}:{number}: duplicate rollout key {key[0]}:{key[1]}")
+            responses[key] = atif.response_of(row)
+            continue
         key = key_of(row, f"{path}:{number}")
         if key in responses:
             raise DataError(f"{path}:{number}: duplicate rollout key {key[0]}:{key[1]}")
@@ -137,6 +157,41 @@ def _load_responses(path: Path) -> dict[tuple[int, int], Any]:
             raise DataError(f"{path}:{number}: rollout has no 'response' to re-verify")
         responses[key] = row[keys.RESPONSE]
     return responses
+
+
+def _seed_successes(rollouts: Path, output: Path, present: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Append every rollout whose key is not yet in ``output`` to it (flushed, so a crash keeps them);
+    the keys now in the output."""
+    seeded = set(present)
+    with JsonlAppender(output) as appender:
+        for number, row in iter_jsonl(rollouts, what="Rollouts file"):
+            key = key_of(row, f"{rollouts}:{number}")
+            if key not in seeded:
+                seeded.add(key)
+                appender.write(row)
+    return seeded
+
+
+def _judge_failures(failures: Path, skip: set[tuple[int, int]]) -> dict[tuple[int, int], Any]:
+    """Key → stored response of each judge failure of the sidecar (first record per key; keys in ``skip``
+    left out). A judge failure without a response (a sidecar written before responses were kept) is an
+    error naming the line: it cannot be re-scored without inference."""
+    found: dict[tuple[int, int], Any] = {}
+    if not failures.exists():
+        return found
+    for number, row in iter_jsonl(failures, what="Failures file"):
+        if row.get(keys.FAILURE_CLASS) != FailureClass.JUDGE_FAILED.value:
+            continue
+        key = key_of(row, f"{failures}:{number}")
+        if key in skip or key in found:
+            continue
+        if keys.RESPONSE not in row:
+            raise DataError(
+                f"{failures}:{number}: judge failure without a stored response; re-collect it with "
+                "'gym eval run --resume --retry-failed'"
+            )
+        found[key] = row[keys.RESPONSE]
+    return found
 
 
 def _payloads(inputs: Path, responses: Mapping[tuple[int, int], Any], prior: PriorRun) -> Iterator[Pending]:
@@ -179,8 +234,15 @@ async def _reverify(
     if settings.overwrite and not settings.resume:
         for path in outputs.stale():
             path.unlink(missing_ok=True)
-    responses = _load_responses(settings.rollouts)
     prior = load_prior_run(outputs) if settings.resume else PriorRun()
+    if settings.judge_failed_only:
+        prior.done |= _seed_successes(settings.rollouts, outputs.rollouts, prior.done)
+        responses = _judge_failures(RunOutputs(settings.rollouts).failures, prior.done)
+        out.write(f"Recovery: {len(responses)} judge-failed rollout(s) to re-score\n")
+    else:
+        responses = _load_responses(settings.rollouts)
+    if settings.limit is not None:  # the first N, as NeMo Gym counts them
+        responses = dict(list(responses.items())[: settings.limit])
     results = JsonlAppender(outputs.rollouts, encode=stored_line)
     failures = JsonlAppender(outputs.failures, encode=stored_line)
 

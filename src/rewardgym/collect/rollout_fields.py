@@ -10,7 +10,9 @@ Contract:
   ``_<agent type>`` suffix (else without ``_agent``), plus ``_environment_server``
   (``mcqa_simple_agent`` of type ``simple_agent`` → ``mcqa_environment_server``). When that name is
   already an instance name or another agent's relay, it is the whole agent name plus the suffix, extended
-  until it is free. Agents are named in sorted order.
+  until it is free. Agents are named in sorted order. On a NeMo Gym stack the relay its head's config
+  document names in front of the agent (``environment_servers.legacy_agent.agent_server``) is used
+  instead (:func:`relay_names`), whatever its name.
 * ``_ng_result_type``: the environment server's type, always ``legacy_agent`` here.
 * ``ng_perf`` (:func:`perf_of`): ``num_turns`` (model calls of the episode, counted from ``response.output``:
   each run of items between ``function_call_output`` items is one model answer; at least 1),
@@ -89,8 +91,10 @@ def perf_of(result: Mapping[str, Any], latency_ms: float | None) -> dict[str, An
 
 
 def relay_names(agent_urls: Mapping[str, str]) -> dict[str, str]:
-    """Agent → ``_ng_environment_server`` for the agents of a run: their types and the instance names come
-    from an :class:`~rewardgym.collect.watch.AgentDirectory` when it knows them."""
+    """Agent → ``_ng_environment_server`` for the agents of a run: the relay the head registry reports in
+    front of an agent (a NeMo Gym stack), else the name NeMo Gym's rule gives it, from the types and the
+    instance names an :class:`~rewardgym.collect.watch.AgentDirectory` knows."""
+    reported: Mapping[str, str] = getattr(agent_urls, "relays", None) or {}
     types = getattr(agent_urls, "agent_types", None) or {}
     agent_types = {name: types.get(name) for name in agent_urls}
     known: list[str] = []
@@ -99,4 +103,4 @@ def relay_names(agent_urls: Mapping[str, str]) -> dict[str, str]:
 
         known = available("responses_api_agents")
     taken = getattr(agent_urls, "instance_names", None) or set(agent_urls)
-    return environment_server_names(agent_types, taken, known)
+    return {**environment_server_names(agent_types, taken, known), **reported}

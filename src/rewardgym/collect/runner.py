@@ -76,6 +76,8 @@ def failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> 
     }
     if failure.status is not None:
         record["_ng_failure_http_status"] = failure.status
+    if failure.response is not None:  # a judge failure: kept to re-score it (reverify --judge-failed-only)
+        record[keys.RESPONSE] = failure.response
     return record
 
 

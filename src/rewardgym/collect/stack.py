@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import yaml
 
 from rewardgym.collect.watch import AgentDirectory
 from rewardgym.config import GymConfig
@@ -29,6 +30,7 @@ from rewardgym.config.ports import DEFAULT_HEAD_PORT, DEFAULT_PORT_RANGE, can_bi
 from rewardgym.errors import ServerError
 from rewardgym.http.client import HttpClient
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
+from rewardgym.io.yaml_bounds import CONFIG_MAX_NODES, load_bounded
 from rewardgym.launch.child_spec import servers_phrase
 from rewardgym.launch.from_config import child_specs, port_range, upstream_urls, validate_specs
 from rewardgym.launch.head_identity import check_answer, new_challenge, proof
@@ -38,6 +40,7 @@ from rewardgym.launch.supervisor import ChildFailure, Supervisor, SupervisorOpti
 
 AGENT_KIND = "responses_api_agents"
 MODEL_KIND = "responses_api_models"
+ENVIRONMENT_KIND = "environment_servers"
 
 
 def _no_head(head_url: str, exc: UpstreamError) -> ServerError:
@@ -104,6 +107,11 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
     }
     kinds = {r.name: r.implementation for r in parsed}
     agent_types = {name: kinds.get(name) for name in agents}
+    relays: dict[str, str] = {}
+    if any(
+        r.kind == ENVIRONMENT_KIND for r in parsed
+    ):  # a NeMo Gym stack: its relays' names, from its config
+        relays = await reported_relays(head_url, headers)
     return AgentDirectory(
         agents,
         head_url=head_url,
@@ -111,7 +119,32 @@ async def discover_agents(head_url: str, headers: Mapping[str, str] | None = Non
         replicas=replicas,
         agent_types=agent_types,
         instance_names=list(kinds),
+        relays=relays,
     )
+
+
+async def reported_relays(head_url: str, headers: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Agent → the environment-server relay in front of it, from the config document the head serves at
+    ``/global_config_dict_yaml`` (a JSON string holding YAML): each ``<relay>: {environment_servers:
+    {<impl>: {agent_server: {name: <agent>}}}}``. Empty when the head serves no such document."""
+    try:
+        async with HttpClient(headers=headers) as client:
+            reply = await client.get(
+                f"{head_url.rstrip('/')}/global_config_dict_yaml", timeout_s=5.0, max_attempts=2
+            )
+            text: Any = reply.json()
+        document = load_bounded(text, max_nodes=CONFIG_MAX_NODES) if isinstance(text, str) else None
+    except (UpstreamError, ValueError, yaml.YAMLError):
+        return {}
+    relays: dict[str, str] = {}
+    for name, block in document.items() if isinstance(document, dict) else ():
+        kind = block.get(ENVIRONMENT_KIND) if isinstance(block, dict) else None
+        for settings in kind.values() if isinstance(kind, dict) else ():
+            agent = settings.get("agent_server") if isinstance(settings, dict) else None
+            target = agent.get("name") if isinstance(agent, dict) else None
+            if isinstance(target, str) and isinstance(name, str):
+                relays.setdefault(target, name)
+    return relays
 
 
 def _head_port(cfg: GymConfig, host: str, configured: int, taken: list[int]) -> int:

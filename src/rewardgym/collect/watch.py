@@ -57,6 +57,7 @@ class AgentDirectory(dict[str, str]):
         replicas: Mapping[str, list[str]] | None = None,
         agent_types: Mapping[str, str | None] | None = None,
         instance_names: Iterable[str] = (),
+        relays: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(urls)
         self.replicas = {name: list(found) for name, found in (replicas or {}).items()}
@@ -69,6 +70,9 @@ class AgentDirectory(dict[str, str]):
         """Agent name → implementation, where known (names the rows' ``_ng_environment_server``)."""
         self.instance_names = frozenset(instance_names)
         """Every server instance name known (a generated relay name must not clash with one)."""
+        self.relays: dict[str, str] = dict(relays or {})
+        """Agent name → the environment-server relay in front of it, as the head's config names it (a NeMo
+        Gym stack); agents not in it get the name NeMo Gym's rule gives (``launch.relay_names``)."""
 
 
 def describe_records(records: list[dict[str, Any]]) -> str | None:

@@ -18,6 +18,10 @@ Contract (docs/config.md "Unknown keys"):
   it is a near miss of a known setting (similarity ≥ 0.85: ``policy_base_url_``, ``fail_fst``).
 * ``allow_unknown_keys: true`` (``++allow_unknown_keys=true``) turns the error into warnings, for a config
   shared with another tool that reads keys of its own.
+* A known setting rewardgym does not act on (:data:`~rewardgym.config.key_use.NOT_SUPPORTED`: ``skills``,
+  ``allow_unsupported_pairing``…) is refused with a "not supported" line naming it, unless only env.yaml
+  sets it (env.yaml serves other tools too: ``hf_token``) or its value asks for nothing
+  (:func:`~rewardgym.config.key_use.refuse_unsupported`); ``allow_unknown_keys`` does not lift that.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import yaml
 
 from rewardgym.config.directives import COPY_KEY, INHERIT_KEY, apply_directives
 from rewardgym.config.instances import RESERVED_KEYS, SERVER_KINDS
+from rewardgym.config.key_use import refuse_unsupported
 from rewardgym.config.overrides import Override
 from rewardgym.errors import ConfigError
 
@@ -236,6 +241,16 @@ def check_unknown_keys(
     ``env_yaml`` names the env.yaml among them. Returns the warnings to print when ``allow_unknown_keys`` is
     set (else raises, or returns nothing).
     """
+    env_only = {
+        key
+        for key in data
+        if env_yaml is not None
+        and not any(o.key.split(".", 1)[0] == key for o in overrides)
+        and [path for path, source in sources if key in source] == [env_yaml]
+    }
+    refuse_unsupported(
+        {k: v for k, v in data.items() if k not in env_only}, lambda key: _origin(key, overrides, sources)
+    )
     names = instance_names(data)
     known = KNOWN_SETTINGS | names | referenced_keys(data)
     candidates = (KNOWN_SETTINGS - {ALLOW_UNKNOWN_KEY}) | names
