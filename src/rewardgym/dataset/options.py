@@ -116,7 +116,8 @@ class SelectOptions:
 
 
 _INTS = ("quota", "limit", "stages", "stage_size", "seed")
-_BOOLS = ("settled_only", "drop_flagged", "replace", "drop_run_params")
+_BOOLS = tuple(f.name for f in fields(SelectOptions) if f.type in ("bool", bool))
+"""Every switch of the options (from their types: a new switch is checked without being listed here)."""
 _TEXTS = ("by", "stratify", "annotate", "order", "schedule", "duplicates")
 
 
