@@ -1,5 +1,20 @@
+"""``python -m rewardgym`` and the ``gym`` / ``ng`` console scripts.
+
+A Ctrl-C that lands while the CLI's modules are still being imported — before any handler of ours is in
+place — ends the command with ``Interrupted.`` and exit code 130, as it does later, not with a traceback.
+"""
+
 import sys
 
-from rewardgym.cli.main import main
 
-sys.exit(main())
+def run() -> None:
+    try:
+        from rewardgym.cli.main import main
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        sys.exit(130)
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

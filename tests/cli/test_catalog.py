@@ -48,4 +48,4 @@ def test_version_json_and_the_ng_alias() -> None:
     assert set(info) == {"rewardgym", "python", "python_path", "installation_path", "dependencies", "system"}
     assert "pydantic" in info["dependencies"] and info["system"]["cpu_count"] >= 1
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
-    assert scripts["ng"] == scripts["gym"] == "rewardgym.cli.main:main"
+    assert scripts["ng"] == scripts["gym"] == "rewardgym.__main__:run"
