@@ -111,7 +111,9 @@ def test_every_fault_kind_is_retried_or_recorded_with_its_class(stack: Stack, tm
     # A malformed body is not retried by the model server (a 200 it cannot use): agent 4 x collector 2.
     assert stats["faults"]["malformed"] == 4 * 2 + 2
     assert stats["retry_after"]["checked"] == 2 and stats["retry_after"]["violations"] == 0
-    assert stats["retry_after"]["min_margin_s"] >= 0
+    # The stub stamps "sent" after writing the 429, so on a loaded machine the retry can be seen a fraction
+    # of a millisecond "early": the stub's own tolerance (5 ms) is what a violation is.
+    assert stats["retry_after"]["min_margin_s"] >= -0.005
 
     assert run.summary == (found.succeeded, len(PERMANENT), len(PERMANENT))  # one collector retry each
     levels = retry_levels(stats, stack.logs, run, since)
