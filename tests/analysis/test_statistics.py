@@ -12,8 +12,9 @@ from scipy import stats
 from rewardgym.analysis import Settings, analyze_files
 from rewardgym.analysis.grpo import Forecast, binary_tasks, value_frequencies
 from rewardgym.analysis.length import length_analysis, segment_medians, within_task_ranks
-from rewardgym.analysis.uncertainty import band_of, jeffreys, settled_in_band, task_passes
+from rewardgym.analysis.uncertainty import jeffreys, settled_in_band, task_passes
 from rewardgym.profile.compute.report import band_counts
+from rewardgym.stats.bands import band_of
 from tests.analysis.helpers import rollout, write
 
 

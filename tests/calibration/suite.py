@@ -49,7 +49,6 @@ PASS_K = (1, 4, 16)
 BUCKETS = ((0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.0))
 """True-p buckets (open at 0 and at 1: tasks never or always solved have no bias to show)."""
 DESIGNS = ("fixed-4", "fixed-8", "fixed-16", "adaptive-16")
-EDGES = np.array([0.2, 0.4, 0.6, 0.8])
 _POOL_MEANS: dict[str, float] = {}
 
 
@@ -94,11 +93,6 @@ class SeedResult:
 
 def true_share(p: FloatArray, group: int) -> float:
     return float(1.0 - np.mean(p**group + (1.0 - p) ** group))
-
-
-def _band(rate: FloatArray) -> IntArray:
-    inner = np.searchsorted(EDGES, rate, side="left") + 1
-    return np.asarray(np.where(rate <= 0, 0, np.where(rate >= 1, 6, inner)), dtype=np.int64)
 
 
 def _in_band(p: FloatArray, band: IntArray, epsilon: float = 0.05) -> np.ndarray:

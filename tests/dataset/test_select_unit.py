@@ -10,10 +10,10 @@ import numpy as np
 import orjson
 import pytest
 
-from rewardgym.analysis.uncertainty import band_of
 from rewardgym.dataset.options import SelectOptions
 from rewardgym.dataset.select import REASONS, Stats, select_indices, stage_means
 from rewardgym.dataset.sources import content_key, training_row
+from rewardgym.stats.bands import band_of
 
 
 def _stats(rate: list[float] | np.ndarray, **extra: object) -> Stats:

@@ -81,6 +81,13 @@ def task_segments(task: IntArray) -> tuple[IntArray, IntArray]:
     return task[starts], starts.astype(np.int64)
 
 
+def task_positions(task: IntArray) -> IntArray:
+    """Per row of a sorted task column, its task's position 0, 1, … (the index into ``task_segments``)."""
+    if task.shape[0] == 0:
+        return np.zeros(0, np.int64)
+    return np.cumsum(np.concatenate(([0], (task[1:] != task[:-1]).astype(np.int64)))).astype(np.int64)
+
+
 def group_value_order(groups: IntArray, values: FloatArray) -> IntArray:
     """Indices that sort rows by (group, value); rows equal in both come in any order (every caller
     takes medians or tie-averaged ranks, which do not see it). Non-negative groups below 2^32 and whole

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import task_segments
+from rewardgym.analysis.columns import task_positions, task_segments
 from rewardgym.analysis.scan import scan_rollouts
 from rewardgym.analysis.sidecars import output_paths, read_run
 from rewardgym.stats.adaptive import AdaptivePolicy
@@ -87,8 +87,8 @@ def adaptive_task_rates(
     with np.errstate(invalid="ignore"):
         passed = counted & (columns.reward >= threshold)
     task, _ = task_segments(columns.task)
-    task_pos = np.cumsum(np.concatenate(([0], (columns.task[1:] != columns.task[:-1]).astype(np.int64))))
-    rates = design_estimates(policy, task_pos.astype(np.int64), int(task.shape[0]), columns.rollout, counted,
+    task_pos = task_positions(columns.task)
+    rates = design_estimates(policy, task_pos, int(task.shape[0]), columns.rollout, counted,
                              passed, threshold)  # fmt: skip
     assert rates is not None
     return np.asarray(rates[~np.isnan(rates)], dtype=np.float64), policy

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import RolloutColumns, task_segments
+from rewardgym.analysis.columns import RolloutColumns, task_positions, task_segments
 from rewardgym.analysis.design import ADAPTIVE_LABEL, FIXED_LABEL, adaptive_policy, design_estimates
 from rewardgym.analysis.grpo import (
     DEFAULT_GROUP_SIZES,
@@ -146,8 +146,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
     facts = facts or RunFacts()
     reward_range = settings.reward_range or DEFAULT_REWARD_RANGE
     task_ids, starts = task_segments(columns.task)
-    task_pos = (np.cumsum(np.concatenate(([False], columns.task[1:] != columns.task[:-1]))) if len(columns)
-                else np.zeros(0, np.int64)).astype(np.int64)  # fmt: skip
+    task_pos = task_positions(columns.task)
     counted = ~columns.masked & np.isfinite(columns.reward)
     with np.errstate(invalid="ignore"):
         passed = counted & (columns.reward >= settings.pass_threshold)

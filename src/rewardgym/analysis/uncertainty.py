@@ -32,13 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from rewardgym.stats.arrays import BoolArray, FloatArray, IntArray
+from rewardgym.stats.bands import EDGES, band_of
 from rewardgym.stats.posterior import TaskPosterior, posterior
 from rewardgym.stats.prior import GridPrior, Prior, fit_pool_prior, fit_priors
 from rewardgym.stats.special import ufuncs
 
 CONFIDENCE = 0.95
-EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-"""Edges of the inner bands (0–20 %] … (80–100 %)."""
 DEFAULT_EPSILON = 0.05
 
 
@@ -90,13 +89,6 @@ def jeffreys(
     low = np.where(empty, np.nan, low)
     high = np.where(empty, np.nan, high)
     return low.astype(np.float64), high.astype(np.float64)
-
-
-def band_of(rate: FloatArray) -> IntArray:
-    """Band index per rate (-1 for NaN)."""
-    inner = np.searchsorted(np.array(EDGES[1:-1]), rate, side="left") + 1
-    band = np.where(rate == 0, 0, np.where(rate == 1, 6, inner))
-    return np.where(np.isnan(rate), -1, band).astype(np.int64)
 
 
 def settled_in_band(

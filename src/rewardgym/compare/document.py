@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.uncertainty import band_of, jeffreys
+from rewardgym.analysis.uncertainty import jeffreys
 from rewardgym.compare import stats
 from rewardgym.compare.match import Matching
 from rewardgym.compare.runs import RunTasks
 from rewardgym.profile import BAND_LABELS
+from rewardgym.stats.bands import band_of
 from rewardgym.stats.posterior import posterior
 from rewardgym.stats.prior import fit_pool_prior
 

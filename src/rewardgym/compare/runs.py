@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.columns import task_segments
+from rewardgym.analysis.columns import task_positions, task_segments
 from rewardgym.analysis.design import adaptive_policy, design_estimates
 from rewardgym.analysis.scan import scan_rollouts
 from rewardgym.analysis.sidecars import output_paths
@@ -257,9 +257,9 @@ def _read_rollouts(path: Path, inputs: Path | None, rule: KeyRule) -> RunTasks:
     # Tasks materialized but without any rollout stay out: there is nothing to compare for them.
     keys = [found[t][0] for t in task.tolist()]
     shown = [found[t][1] for t in task.tolist()]
-    task_pos = np.cumsum(np.concatenate(([0], (columns.task[1:] != columns.task[:-1]).astype(np.int64))))
+    task_pos = task_positions(columns.task)
     design = _design(
-        output_paths(path).run_file, task_pos.astype(np.int64), int(task.shape[0]), columns.rollout,
+        output_paths(path).run_file, task_pos, int(task.shape[0]), columns.rollout,
         counted, counted & passed, n, s, rule.pass_threshold,
     )  # fmt: skip
     return _unique(path, "rollouts", inputs, keys, shown, task, n, s, int(counted.sum()), design)

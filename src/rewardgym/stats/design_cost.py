@@ -17,12 +17,11 @@ import numpy as np
 
 from rewardgym.stats.adaptive import AdaptivePolicy
 from rewardgym.stats.arrays import FloatArray, IntArray
+from rewardgym.stats.bands import band_of
 from rewardgym.stats.prior import Prior
 from rewardgym.stats.sequential import rao_blackwell
 from rewardgym.stats.simulate import adaptive_run, draw_outcomes, fixed_from, prior_pool
 from rewardgym.stats.special import ufuncs
-
-_EDGES = np.array([0.2, 0.4, 0.6, 0.8])
 
 
 @dataclass(frozen=True)
@@ -41,11 +40,6 @@ class DesignCost:
     repeats: int
 
 
-def _band(rate: FloatArray) -> IntArray:
-    inner = np.searchsorted(_EDGES, rate, side="left") + 1
-    return np.asarray(np.where(rate <= 0, 0, np.where(rate >= 1, 6, inner)), dtype=np.int64)
-
-
 def _call(n: IntArray, s: IntArray) -> IntArray:
     return np.asarray(np.where(s == 0, 0, np.where(s == n, 2, 1)), dtype=np.int64)
 
@@ -59,7 +53,7 @@ def _numbers(p: FloatArray, n: IntArray, s: IntArray, estimate: FloatArray) -> D
         rollouts_per_task=float(n.mean()),
         rmse=float(np.sqrt(np.mean((estimate - p) ** 2))),
         interval_width=float(np.mean(high - low)),
-        band_accuracy=float(np.mean(_band(estimate) == _band(p))),
+        band_accuracy=float(np.mean(band_of(estimate) == band_of(p))),
         call_accuracy=float(np.mean(_call(n, s) == truth_call)),
     )
 
