@@ -56,8 +56,8 @@ app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
 app.add_typer(dataset_app, name="dataset")
 
-# Command modules, imported for their registration side effect. A module that does not exist yet is
-# skipped, so the CLI grows as features land without this list being a source of breakage.
+# Command modules, imported for their registration side effect. Every one must exist: a missing module is
+# an ImportError, never skipped (skipping could only hide a typo in this list).
 _COMMAND_MODULES = (
     "rewardgym.cli.config_cmd",
     "rewardgym.cli.profile_cmd",
@@ -170,11 +170,7 @@ def _load_commands(args: list[str] | None = None) -> None:
             continue
         if not everything and sub in commands and sub not in _MODULE_COMMANDS.get(module, {sub}):
             continue
-        try:
-            import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        import_module(module)
 
 
 def _report(message: str, code: int) -> int:
