@@ -245,20 +245,6 @@ def _closing(agent_metrics: Any, repeat_metrics: Any) -> bytes:
     ).encode()
 
 
-def render_report(
-    analysis: Analysis,
-    columns: RolloutColumns,
-    texts: dict[int, str],
-    agent_metrics: Any,
-    repeat_metrics: Any,
-    inputs: dict[int, TaskInput] | None = None,
-    unreadable: int = 0,
-) -> bytes:
-    """The whole page (pure)."""
-    opening = _opening(analysis, columns, texts, inputs or {}, unreadable)
-    return b"".join([*opening, _closing(agent_metrics, repeat_metrics)])
-
-
 def _described_tasks(analysis: Analysis) -> list[int]:
     """Task positions whose input row the page embeds: the findings' example tasks, then the first."""
     chosen = dict.fromkeys(

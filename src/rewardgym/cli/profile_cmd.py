@@ -53,11 +53,6 @@ def parse_bool(text: str, key: str) -> bool:
     raise UsageError(f"override '{key}' expects true or false, got {text!r}")
 
 
-def partial_from_overrides(tokens: list[str]) -> bool | None:
-    """The value of ``++allow_partial_rollouts=…`` among the override tokens (None when absent)."""
-    return overrides_of(tokens).get("allow_partial_rollouts")
-
-
 def overrides_of(tokens: list[str]) -> dict[str, bool]:
     """The ``++key=true|false`` overrides among the tokens, by key (the last one of a key wins)."""
     values: dict[str, bool] = {}

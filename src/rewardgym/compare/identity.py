@@ -29,11 +29,6 @@ PREVIEW_CHARS = 160
 _MISSING = object()
 
 
-def split_path(path: str) -> tuple[str, ...]:
-    """``"a.b.c"`` as ``("a", "b", "c")``."""
-    return tuple(part for part in path.split(".") if part)
-
-
 def _without_seed(params: dict[str, Any]) -> dict[str, Any]:
     meta = params.get("metadata")
     if not isinstance(meta, dict) or not isinstance(meta.get("extra_body"), str):

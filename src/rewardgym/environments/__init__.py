@@ -23,10 +23,6 @@ class EnvironmentInfo:
     summary: str
     folder: Path
 
-    @property
-    def example_data(self) -> Path:
-        return self.folder / "data" / "example.jsonl"
-
 
 def _summary(init_file: Path) -> str:
     docstring = ast.get_docstring(ast.parse(init_file.read_text(encoding="utf-8"))) or ""

@@ -47,11 +47,6 @@ class Isolation:
     """A human-readable account: the command used, or why isolation is unavailable."""
 
     @property
-    def network_isolated(self) -> bool:
-        """Whether sandboxed code runs in its own (empty) network namespace."""
-        return self.mode != "none"
-
-    @property
     def private_root(self) -> bool:
         """Whether the child is in its own mount and pid namespaces, where it builds a private root
         (:mod:`.sandbox_root`): only the interpreter's folders, a private ``/proc`` and one tmpfs."""

@@ -111,9 +111,3 @@ def remove_run_cgroup(path: str | None) -> None:
     if path is not None:
         with contextlib.suppress(OSError):
             os.rmdir(path)
-
-
-def join_cgroup(path: str | None) -> None:
-    """Move this process (the sandbox child, before any solution code exists) into the run's cgroup."""
-    if path is not None:
-        Path(path, "cgroup.procs").write_text(str(os.getpid()))

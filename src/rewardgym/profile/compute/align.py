@@ -212,10 +212,6 @@ class CompletionSummary:
     """Groups without any result (dropped from the per-task output)."""
 
     @property
-    def missing_rollout_rows(self) -> int:
-        return self.expected_rollout_rows - self.completed_rollout_rows
-
-    @property
     def reward_profile_completion_pct(self) -> float:
         if self.expected_rollout_rows == 0:
             return 100.0
