@@ -4,8 +4,8 @@
   re-parsed: every odd tail (leading zeros, spaces, CRLF, huge or negative numbers, a last line without a
   newline) must still yield orjson's key, and a bad tail must still be reported;
 - rollout rows are matched to compiled plans by one flat layout tuple;
-- the key names the profiler spells itself are ``rewardgym.protocol.keys``'s, and a profile run does not
-  import pydantic (``rewardgym.protocol``) or the server stack.
+- the profiler takes its key names from ``rewardgym.protocol.keys``, which loads no pydantic model, and a
+  profile run does not import pydantic (the protocol's models) or the server stack.
 """
 
 from __future__ import annotations
@@ -213,19 +213,23 @@ def test_an_index_beyond_64_bits_in_a_row_of_a_known_layout_is_reported_on_its_l
     assert chunk.error.message == f"'_ng_task_index' is out of the 64-bit integer range: {2**63}"
 
 
-def test_key_names_match_the_protocol() -> None:
-    from rewardgym.protocol import keys
+def test_importing_the_key_names_loads_no_pydantic_model() -> None:
+    """``rewardgym.protocol.keys`` is the one place the contract's key names are spelled; importing it (as
+    the profiler and the analysis reader do) loads neither pydantic nor any protocol model module."""
+    code = (
+        "import sys, rewardgym.protocol.keys; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' or m.startswith('rewardgym.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == str(["rewardgym.errors", "rewardgym.protocol", "rewardgym.protocol.keys"])
 
-    for name in (
-        "TASK_INDEX",
-        "ROLLOUT_INDEX",
-        "AGENT_REF",
-        "ENVIRONMENT_SERVER",
-        "MASK_SAMPLE",
-        "RESPONSE",
-        "REWARD",
-    ):
-        assert getattr(extract, name) == getattr(keys, name), name
+
+def test_the_protocol_names_still_load_on_access() -> None:
+    import rewardgym.protocol as protocol
+
+    assert protocol.Response.__name__ == "Response"
+    assert protocol.keys.REWARD == "reward"
+    assert sorted(protocol.__all__) == sorted(dir(protocol))
 
 
 def test_the_profile_package_imports_neither_pydantic_nor_servers() -> None:
@@ -234,7 +238,8 @@ def test_the_profile_package_imports_neither_pydantic_nor_servers() -> None:
     code = (
         "import sys, rewardgym.profile; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'scipy') "
-        "or m.startswith(('rewardgym.protocol', 'rewardgym.servers', 'rewardgym.config'))))"
+        "or (m.startswith(('rewardgym.protocol', 'rewardgym.servers', 'rewardgym.config')) "
+        "and m not in ('rewardgym.protocol', 'rewardgym.protocol.keys'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]"

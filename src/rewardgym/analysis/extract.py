@@ -21,9 +21,8 @@ from typing import Any
 
 from rewardgym.analysis.record_source import layout_source, usual_source
 from rewardgym.profile.read.extract import KeyProblem, row_key
+from rewardgym.protocol.keys import ROLLOUT_INDEX, TASK_INDEX
 
-TASK_INDEX = "_ng_task_index"
-ROLLOUT_INDEX = "_ng_rollout_index"
 LENGTH_REASONS = frozenset(("max_output_tokens", "max_tokens", "length"))
 
 FIELDS = (

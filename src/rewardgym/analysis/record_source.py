@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-TASK_INDEX = "_ng_task_index"
-ROLLOUT_INDEX = "_ng_rollout_index"
+from rewardgym.protocol.keys import ROLLOUT_INDEX, TASK_INDEX
+
 _NUMBER = (int, float)
 _REWARD = (int, float, bool)
 

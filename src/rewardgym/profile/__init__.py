@@ -9,8 +9,8 @@ Public API::
 
     stats = compute_statistics(table, fan_out)   # the pure statistics layer (compute/statistics.py)
 
-Layering: this package reads files only (``rewardgym.io``; the key names of ``rewardgym.protocol.keys``
-are repeated in :mod:`.read.extract` so that a profile run does not import pydantic); it never imports
+Layering: this package reads files only (``rewardgym.io``; the key names of ``rewardgym.protocol.keys``,
+which loads no pydantic model); it never imports
 servers or collection code. See ``docs/profile.md`` for the user-facing description of every output.
 
 Layout, by phase (a phase imports only earlier ones): ``read/`` (both files → columns: ``reader``,

@@ -49,7 +49,6 @@ from rewardgym.profile.compute.profiler import Profile, build_profile, prepare_p
 from rewardgym.profile.compute.report import TaskSummary, task_summary
 from rewardgym.profile.read.chunks import InputChunk, ResultChunk, RowHook
 from rewardgym.profile.read.columns import InputColumns, ResultColumns, merge_inputs, merge_results
-from rewardgym.profile.read.extract import ROLLOUT_INDEX, TASK_INDEX
 from rewardgym.profile.read.magnitude import check_magnitudes
 from rewardgym.profile.read.reader import read_files, remove_stale_spools
 from rewardgym.profile.read.scan_inputs import inputs_from_rows
@@ -57,6 +56,7 @@ from rewardgym.profile.read.scan_results import results_from_rows
 from rewardgym.profile.tuning import Tuning
 from rewardgym.profile.write.lines import RowSamples, task_block
 from rewardgym.profile.write.output import OutputPaths, output_paths, write_outputs
+from rewardgym.protocol.keys import ROLLOUT_INDEX, TASK_INDEX
 
 
 @dataclass(frozen=True)

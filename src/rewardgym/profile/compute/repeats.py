@@ -23,15 +23,14 @@ import numpy as np
 
 from rewardgym.profile.compute.kernels import series_stats
 from rewardgym.profile.read.columns import RolloutTable
+from rewardgym.protocol.keys import ATTEMPT_INDEX, ROLLOUT_INDEX, TASK_INDEX
 from rewardgym.stats.tinterval import t_interval
-
-ROLLOUT_INDEX = "_ng_rollout_index"
 
 _EXCLUDED_NAMES = frozenset(
     (
-        "_ng_task_index",
-        "_ng_rollout_index",
-        "_ng_attempt_index",
+        TASK_INDEX,
+        ROLLOUT_INDEX,
+        ATTEMPT_INDEX,
         "sample_count",
         "missing_count",
         "num_repeats",

@@ -28,16 +28,18 @@ from typing import Any
 
 from rewardgym.io.jsonl import MAX_DEPTH, nesting_depth
 
-# The data-contract key names, as in ``rewardgym.protocol.keys`` (a test checks they agree). They are
-# spelled here because importing ``rewardgym.protocol`` loads every pydantic model (~0.4 s of start-up that
-# the profiler, which reads plain JSON, does not need).
-TASK_INDEX = "_ng_task_index"
-ROLLOUT_INDEX = "_ng_rollout_index"
-AGENT_REF = "agent_ref"
-ENVIRONMENT_SERVER = "_ng_environment_server"
-MASK_SAMPLE = "mask_sample"
-RESPONSE = "response"
-REWARD = "reward"
+# ``rewardgym.protocol.keys`` is plain strings: importing it loads no pydantic model (``rewardgym.protocol``
+# is lazy), so the profiler, which reads plain JSON, pays nothing for the contract's key names.
+from rewardgym.protocol.keys import (
+    AGENT_REF,
+    ENVIRONMENT_SERVER,
+    MASK_SAMPLE,
+    RESPONSE,
+    REWARD,
+    ROLLOUT_INDEX,
+    TASK_INDEX,
+)
+
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
 _INFO_SKIP = frozenset((TASK_INDEX, ROLLOUT_INDEX, REWARD, RESPONSE))

@@ -27,14 +27,8 @@ from typing import Any
 import orjson
 
 from rewardgym.profile.read.chunks import RowHook
-from rewardgym.profile.read.extract import (
-    MASK_SAMPLE,
-    RESPONSE,
-    REWARD,
-    ROLLOUT_INDEX,
-    TASK_INDEX,
-    extract_result,
-)
+from rewardgym.profile.read.extract import extract_result
+from rewardgym.protocol.keys import MASK_SAMPLE, RESPONSE, REWARD, ROLLOUT_INDEX, TASK_INDEX
 
 _JSON_TYPES = frozenset((str, int, float, bool, dict, list, type(None)))
 _NUMERIC = frozenset((int, float, bool))

@@ -28,14 +28,8 @@ import orjson
 
 from rewardgym.io.jsonl import nesting_problem
 from rewardgym.profile.read.chunks import InputChunk, LineError, first_line_start, gc_paused
-from rewardgym.profile.read.extract import (
-    ROLLOUT_INDEX,
-    TASK_INDEX,
-    KeyProblem,
-    looks_like_rollout,
-    row_identity,
-    row_key,
-)
+from rewardgym.profile.read.extract import KeyProblem, looks_like_rollout, row_identity, row_key
+from rewardgym.protocol.keys import ROLLOUT_INDEX, TASK_INDEX
 
 _ROLLOUT_KEY = b',"_ng_rollout_index":'
 _TASK_KEY = b',"_ng_task_index":'

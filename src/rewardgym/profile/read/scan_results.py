@@ -30,9 +30,6 @@ import orjson
 from rewardgym.profile.read.chunks import LineError, ResultChunk, RowHook, first_line_start, gc_paused
 from rewardgym.profile.read.extract import (
     NUMERIC_TYPES,
-    REWARD,
-    ROLLOUT_INDEX,
-    TASK_INDEX,
     KeyProblem,
     deep_reward,
     is_masked,
@@ -40,6 +37,7 @@ from rewardgym.profile.read.extract import (
     row_key,
 )
 from rewardgym.profile.read.row_layouts import Fast, Plan, plan_for, usage_of
+from rewardgym.protocol.keys import REWARD, ROLLOUT_INDEX, TASK_INDEX
 
 _LOW = -(2**63)
 _HIGH = 2**63 - 1

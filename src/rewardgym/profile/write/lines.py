@@ -33,7 +33,7 @@ import orjson
 from rewardgym.profile.compute.profiler import TaskProfile
 from rewardgym.profile.compute.statistics import stat_keys, stat_matrix
 from rewardgym.profile.read.columns import InputColumns, ResultColumns
-from rewardgym.profile.read.extract import ROLLOUT_INDEX, TASK_INDEX
+from rewardgym.protocol.keys import ROLLOUT_INDEX, TASK_INDEX
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
