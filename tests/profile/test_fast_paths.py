@@ -225,7 +225,7 @@ def test_importing_the_key_names_loads_no_pydantic_model() -> None:
 
 
 def test_the_protocol_names_still_load_on_access() -> None:
-    import rewardgym.protocol as protocol
+    from rewardgym import protocol
 
     assert protocol.Response.__name__ == "Response"
     assert protocol.keys.REWARD == "reward"

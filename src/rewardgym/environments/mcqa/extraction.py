@@ -9,7 +9,8 @@ exactly there):
   raises :class:`TemplateRegexError` only for a pattern with two or more groups (NeMo Gym answers HTTP 500).
 - :func:`strict_boxed_letter`, :func:`lenient_boxed_letter`, :func:`answer_colon_letter`,
   :func:`answer_colon_md_letter` — the four grading modes.
-- Helpers N (:func:`normalize`), L (:func:`localize`) and C (:func:`choice_letter`).
+- Helpers N (:func:`normalize`), L (:func:`localize`) and C (:func:`choice_letter`); the ``\\boxed{}`` scan is
+  :mod:`rewardgym.environments.boxed`'s, shared with ``string_match``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import itertools
 import re
 from collections.abc import Sequence
 
+from rewardgym.environments.boxed import last_box, unwrap_text
+
 Options = Sequence[dict[str, str | None]]
 """The row's ``options``: single-key dicts ``{letter: text | null}``."""
 
-BOXED_MARKER = "\\boxed{"
-_TEXT_WRAP = re.compile(r"\\text\{\s*(.*?)\s*\}", re.DOTALL)
 _LETTER_ONLY = re.compile(r"^[^A-Za-z]*([A-Z])[^A-Za-z]*$")
 _LETTER_LABEL = re.compile(r"^\s*([A-Z])\s*[:).\-]")
 _ANSWER_COLON = re.compile(r"(?i)answer\s*:\s*(.+)")
@@ -85,31 +86,6 @@ def localize(text: str) -> str:
     return text.strip()
 
 
-def unwrap_text(text: str) -> str:
-    r"""Repeatedly unwrap a whole-string ``\text{...}`` wrapper."""
-    while (match := _TEXT_WRAP.fullmatch(text)) is not None:
-        text = match.group(1)
-    return text
-
-
-def last_boxed_inner(text: str) -> str | None:
-    r"""Inner text of the last ``\boxed{`` by brace counting; ``None`` when absent or unbalanced."""
-    start = text.rfind(BOXED_MARKER)
-    if start < 0:
-        return None
-    depth = 1
-    begin = start + len(BOXED_MARKER)
-    for index in range(begin, len(text)):
-        char = text[index]
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return text[begin:index]
-    return None
-
-
 def template_letter(
     text: str, output_regex: str | Sequence[str], options: Options | None, allowed: set[str]
 ) -> str | None:
@@ -146,7 +122,7 @@ def _template_letter_one(text: str, pattern: str, options: Options | None, allow
 
 def strict_boxed_letter(text: str, allowed: set[str]) -> str | None:
     r"""``strict_single_letter_boxed``: a lone capital, or a capital label (``E: ...``), in the last box."""
-    inner = last_boxed_inner(text)
+    inner = last_box(text)
     if inner is None:
         return None
     inner = unwrap_text(inner.strip())
@@ -162,7 +138,7 @@ def lenient_boxed_letter(text: str, options: Options | None, allowed: set[str]) 
     letter = strict_boxed_letter(text, allowed)
     if letter is not None:
         return letter
-    inner = last_boxed_inner(text)
+    inner = last_box(text)
     if inner is None:
         return None
     inner = inner.strip()

@@ -18,14 +18,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from rewardgym.environments.boxed import last_balanced_box, unwrap_text
 from rewardgym.environments.string_match.grader import grade
 from rewardgym.protocol import Message, Response, VerifyRequest, VerifyResponse
 
 ExtractionMode = Literal["boxed", "final_answer", "last_line", "full_response"]
 """Where the answer is read from."""
 
-_BOXED_START = re.compile(r"\\boxed\{")
-_TEXT_WRAP = re.compile(r"\\text\{\s*(.*?)\s*\}", re.DOTALL)
 _FINAL_ANSWER = re.compile(r"(?i)(?:final\s+answer|answer)\s*[:：]\s*(.+)")
 _TRAILING_PERIOD = re.compile(r"\.\s*$")
 
@@ -80,25 +79,10 @@ def assistant_text(response: Response) -> str:
     return "\n".join(texts).strip()
 
 
-def _unwrap_text(value: str) -> str:
-    while (match := _TEXT_WRAP.fullmatch(value)) is not None:
-        value = match.group(1)
-    return value
-
-
 def extract_boxed(text: str) -> str | None:
     r"""Inner text of the last ``\boxed{`` whose braces balance (earlier boxes are tried next)."""
-    for match in reversed(list(_BOXED_START.finditer(text))):
-        depth = 1
-        for index in range(match.end(), len(text)):
-            char = text[index]
-            if char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-            if depth == 0:
-                return _unwrap_text(text[match.end() : index].strip()).strip()
-    return None
+    inner = last_balanced_box(text)
+    return None if inner is None else unwrap_text(inner.strip()).strip()
 
 
 def extract_final_answer(text: str) -> str | None:
