@@ -129,3 +129,30 @@ def test_profile_phases_point_down() -> None:
 )
 def test_the_table_forbids_the_upward_edges_this_split_removed(source: str, target: str) -> None:
     assert RANK[source] < RANK[target]
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """No module circles, not even soft ones through lazy or ``TYPE_CHECKING`` imports (a shared types
+    module breaks them, as ``analysis.health_types`` and ``export.tracker_types`` do); a package and its own
+    sub-modules are exempt (the package re-exports them)."""
+    names = {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for p in product_modules()
+    }
+    edges = set()
+    for path in product_modules():
+        source = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            edges |= {(source, t) for t in targets if t in names and t != source}
+    circles = sorted(
+        f"{a} <-> {b}"
+        for a, b in edges
+        if a < b and (b, a) in edges and not b.startswith(a + ".") and not a.startswith(b + ".")
+    )
+    assert not circles, "\n".join(circles)

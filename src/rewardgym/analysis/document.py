@@ -22,7 +22,8 @@ from rewardgym.analysis.grpo import (
     binary_tasks,
     value_frequencies,
 )
-from rewardgym.analysis.health import Health, health_checks
+from rewardgym.analysis.health import health_checks
+from rewardgym.analysis.health_types import Health
 from rewardgym.analysis.length import length_analysis, task_tokens_per_solve
 from rewardgym.analysis.uncertainty import (
     CONFIDENCE,

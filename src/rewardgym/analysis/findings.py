@@ -19,44 +19,10 @@ with the thresholds below, its evidence in words and a likely fix, most severe f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
 import numpy as np
 
 from rewardgym.analysis.columns import RolloutColumns
-
-if TYPE_CHECKING:
-    from rewardgym.analysis.health import Health
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One dataset-level health verdict."""
-
-    check: str
-    severity: str
-    count: int
-    of: int
-    unit: str
-    evidence: str
-    fix: str
-    examples: list[tuple[int, int | None]] = field(default_factory=list)
-    """(task, rollout) keys; rollout None for a task-level finding."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "severity": self.severity,
-            "count": self.count,
-            "of": self.of,
-            "unit": self.unit,
-            "share": self.count / self.of if self.of else None,
-            "evidence": self.evidence,
-            "fix": self.fix,
-            "examples": [{"_ng_task_index": t, "_ng_rollout_index": r} for t, r in self.examples],
-        }
-
+from rewardgym.analysis.health_types import Finding, Health
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1}
 

@@ -30,14 +30,15 @@ Contract of :func:`health_checks`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from rewardgym.analysis.check_ids import TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
-from rewardgym.analysis.findings import Finding, dataset_findings
+from rewardgym.analysis.findings import dataset_findings
+from rewardgym.analysis.health_types import Health
 from rewardgym.stats.arrays import BoolArray, IntArray
 
 DETAILS: dict[str, dict[str, Any]] = {
@@ -49,40 +50,6 @@ DETAILS: dict[str, dict[str, Any]] = {
     "rollout_cut_off": {"reason": "response cut off at the output-token limit"},
     "reward_out_of_range": {},
 }
-
-
-@dataclass(frozen=True)
-class Health:
-    """Per-rollout flags, per-task flags and the dataset findings."""
-
-    rollout_flags: dict[str, BoolArray]
-    """Rollout check id → flag per column row."""
-    duplicate_count: IntArray
-    """Lines sharing the row's (task, rollout)."""
-    task_ids: IntArray
-    task_flags: dict[str, BoolArray]
-    """Task check id → flag per task of ``task_ids``."""
-    failure_tasks: IntArray
-    """Tasks that appear only in the failures sidecar."""
-    uncollected_tasks: IntArray
-    """Tasks of the materialized inputs with neither a rollout line nor a failure record."""
-    findings: list[Finding]
-    unreadable: int
-    ignored: tuple[str, ...] = ()
-    """The check ids that did not run, sorted."""
-
-    @property
-    def unhealthy(self) -> BoolArray:
-        flags = list(self.rollout_flags.values())
-        out = np.zeros(flags[0].shape[0], np.bool_) if flags else np.zeros(0, np.bool_)
-        for flag in flags:
-            out |= flag
-        return out
-
-    @property
-    def verdict(self) -> str:
-        severities = {f.severity for f in self.findings}
-        return "unhealthy" if "error" in severities else "warnings" if severities else "healthy"
 
 
 def _rollout_flags(

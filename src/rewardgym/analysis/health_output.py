@@ -20,7 +20,8 @@ import orjson
 
 from rewardgym.analysis.check_ids import ROLLOUT_CHECKS, TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
-from rewardgym.analysis.health import DETAILS, Health
+from rewardgym.analysis.health import DETAILS
+from rewardgym.analysis.health_types import Health
 from rewardgym.analysis.health_view import issue_counts
 
 _HEALTHY = (

@@ -20,7 +20,7 @@ import numpy as np
 
 from rewardgym.analysis.check_ids import ALL_CHECKS, ROLLOUT_CHECKS, TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
-from rewardgym.analysis.health import Health
+from rewardgym.analysis.health_types import Health
 
 
 def issue_counts(health: Health, unreadable: int) -> dict[str, int]:

@@ -34,7 +34,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
 from rewardgym.export.record import RunRecord
-from rewardgym.export.trackers import TrackerSettings
+from rewardgym.export.tracker_types import TrackerSettings
 
 MAX_TABLE_ROWS = 10_000
 _HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}

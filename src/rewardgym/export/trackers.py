@@ -22,47 +22,25 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import tempfile
-from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from rewardgym.errors import RewardGymError, ServerError, UsageError
+from rewardgym.export.tracker_types import Target, TrackerSettings
 
-
-class Target(StrEnum):
-    TABLES = "tables"
-    WANDB = "wandb"
-    MLFLOW = "mlflow"
-    INSPECT = "inspect"
-
+__all__ = [
+    "KEYS",
+    "Target",
+    "TrackerSettings",
+    "export_run",
+    "require",
+    "tracker_settings",
+]
 
 _MODULES = {Target.WANDB: "wandb", Target.MLFLOW: "mlflow", Target.INSPECT: "inspect_ai"}
 _SECRET_KEYS = {
     "wandb_api_key": "set WANDB_API_KEY in the environment or run 'wandb login'",
     "mlflow_tracking_token": "set MLFLOW_TRACKING_TOKEN in the environment",
 }
-
-
-class TrackerSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    wandb_project: str | None = None
-    wandb_name: str | None = None
-    wandb_entity: str | None = None
-    mlflow_tracking_uri: str | None = None
-    mlflow_experiment_name: str | None = None
-    mlflow_run_name: str | None = None
-
-    def targets(self) -> list[Target]:
-        out = []
-        if self.wandb_project:
-            out.append(Target.WANDB)
-        if self.mlflow_tracking_uri:
-            out.append(Target.MLFLOW)
-        return out
-
-
 KEYS = tuple(TrackerSettings.model_fields)
 
 

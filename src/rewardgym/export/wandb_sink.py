@@ -23,7 +23,7 @@ from typing import Any
 import wandb
 
 from rewardgym.export.record import RunRecord
-from rewardgym.export.trackers import TrackerSettings
+from rewardgym.export.tracker_types import TrackerSettings
 
 MAX_TABLE_ROWS = 10_000
 """Above this many tasks the per-task table goes only into the artifact (W&B's logged-table limit)."""
