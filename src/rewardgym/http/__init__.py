@@ -2,7 +2,8 @@
 
 Layout (one job per module):
 - ``client``  — :class:`~rewardgym.http.client.HttpClient`: pooled, timed out, retried a bounded number
-  of times; ``config`` — its ``http:`` config block;
+  of times; ``reply`` — :class:`~rewardgym.http.reply.HttpReply` and the reply decoding both transports
+  share; ``config`` — its ``http:`` config block;
 - ``h1pool`` / ``h1conn`` — the lean keep-alive HTTP/1.1 transport of plain ``http://`` URLs;
 - ``retry``   — the one retry timing (full-jitter backoff, ``Retry-After``), also the collector's;
 - ``errors``  — the ``Upstream*`` errors of a failed call and the error ``type`` names servers answer.

@@ -7,11 +7,12 @@ process the local launcher runs, :mod:`rewardgym.launch.ray_actor`):
   block in the config; the optional extra ``rewardgym[ray]``). ``address``: ``auto`` joins the running
   cluster (``ray start --head`` on this machine or ``RAY_ADDRESS``), ``ray://…`` or ``host:port`` joins
   that one, none starts a local one-node cluster (without the dashboard) that stops with the launcher.
-- **Placement.** Each replica is an actor with the instance's ``ray:`` block as its Ray resources:
-  ``num_cpus``, ``num_gpus``, ``resources`` (custom resources), ``labels`` (a node label selector) and
-  ``max_restarts`` (default 3); the replicas of one instance are spread over the nodes (``SPREAD``). An
-  instance no live node can take is an error naming it and what it asks for, before any server starts;
-  placement itself may take up to the start-up timeout (a busy node, Ray starting its workers).
+- **Placement** (:mod:`.ray_placement`, re-exported here). Each replica is an actor with the instance's
+  ``ray:`` block as its Ray resources: ``num_cpus``, ``num_gpus``, ``resources`` (custom resources),
+  ``labels`` (a node label selector) and ``max_restarts`` (default 3); the replicas of one instance are spread
+  over the nodes (``SPREAD``). An instance no live node can take is an error naming it and what it asks for,
+  before any server starts; placement itself may take up to the start-up timeout (a busy node, Ray starting
+  its workers).
 - Two phases, so every server knows every replica's URL before it starts: the actors are created and say
   where they run and which port is free there; then each replica's spec (its host the node's IP, its port,
   and every peer's replica URLs) is written to a ``0600`` file in a ``0700`` folder (``ray.spec_dir``,
@@ -41,115 +42,20 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rewardgym.config.ports import DEFAULT_PORT_RANGE
 from rewardgym.config.secrets import redact_argv
 from rewardgym.errors import ConfigError, ServerError
 from rewardgym.http.errors import UpstreamError
 from rewardgym.launch.child_spec import ChildSpec
 from rewardgym.launch.head_identity import remove_record
 from rewardgym.launch.probe import http_status
+from rewardgym.launch.ray_placement import RayOptions, actor_options, demand, offers, ray_options
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
 
 STATUS_TIMEOUT_S = 2.0
 POLL_S = 0.5
-DEFAULT_MAX_RESTARTS = 3
-PLACEMENT_KEYS = frozenset({"num_cpus", "num_gpus", "resources", "labels", "max_restarts", "memory"})
-
-
-@dataclass
-class RayOptions:
-    """Where and how to place the servers on Ray."""
-
-    address: str | None = None
-    """``auto``, a cluster address, or ``None`` to start a local cluster."""
-    spec_dir: Path | None = None
-    """Folder of the replicas' spec files (secrets inside; default ``<log dir>/.specs``)."""
-    placement_timeout_s: float = 120.0
-    init_kwargs: dict[str, Any] = field(default_factory=dict)
-    """Further ``ray.init`` arguments for a local cluster (e.g. ``num_cpus``)."""
-    port_range: tuple[int, int] = DEFAULT_PORT_RANGE
-    """``port_range_low..port_range_high``: each server's port on its node is taken from it."""
-
-
-def ray_options(
-    cfg_ray: Any, cli_address: str | None, ports: tuple[int, int] = DEFAULT_PORT_RANGE
-) -> RayOptions | None:
-    """The Ray settings of a run: the ``--ray`` flag (``local`` = start one) over the config's ``ray:``
-    block (``address``, ``spec_dir``, ``placement_timeout_s``); ``None`` without either. ``ports``: the
-    config's port range, which every server honours on its node too."""
-    if cli_address is None and not cfg_ray:
-        return None
-    block = dict(cfg_ray) if isinstance(cfg_ray, dict) else {}
-    unknown = sorted(set(block) - {"address", "spec_dir", "placement_timeout_s"})
-    if unknown:
-        raise ConfigError(
-            f"ray: unknown key(s) {', '.join(unknown)} (address, spec_dir, placement_timeout_s)"
-        )
-    address = cli_address if cli_address is not None else block.get("address")
-    if address in ("", "local", None):
-        address = None
-    spec_dir = block.get("spec_dir")
-    return RayOptions(
-        address=str(address) if address is not None else None,
-        spec_dir=Path(str(spec_dir)).expanduser() if spec_dir else None,
-        placement_timeout_s=float(block.get("placement_timeout_s") or 120.0),
-        port_range=ports,
-    )
-
-
-def actor_options(spec: ChildSpec) -> dict[str, Any]:
-    """Ray actor options of one replica from its instance's ``ray:`` block (see the module docstring)."""
-    block = spec.placement
-    where = f"{spec.name}.{spec.kind}.{spec.implementation}.ray"
-    unknown = sorted(set(block) - PLACEMENT_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown key(s) {', '.join(unknown)} ({', '.join(sorted(PLACEMENT_KEYS))})"
-        )
-    options: dict[str, Any] = {
-        "max_restarts": int(block.get("max_restarts", DEFAULT_MAX_RESTARTS)),
-        "max_task_retries": -1,  # a status call waits for a restart instead of failing during it
-    }
-    for key in ("num_cpus", "num_gpus", "memory"):
-        if block.get(key) is not None:
-            options[key] = block[key]
-    if block.get("resources"):
-        options["resources"] = {str(k): float(v) for k, v in dict(block["resources"]).items()}
-    if block.get("labels"):
-        options["label_selector"] = {str(k): str(v) for k, v in dict(block["labels"]).items()}
-    if spec.replicas > 1:
-        options["scheduling_strategy"] = "SPREAD"
-    return options
-
-
-def demand(options: dict[str, Any]) -> dict[str, Any]:
-    """What a replica asks of its node (Ray resource names → amounts, plus ``labels``)."""
-    asks: dict[str, Any] = {"CPU": options.get("num_cpus", 1)}  # Ray's default: a CPU to be scheduled
-    if options.get("num_gpus"):
-        asks["GPU"] = options["num_gpus"]
-    if options.get("memory"):
-        asks["memory"] = options["memory"]
-    asks.update(options.get("resources") or {})
-    if options.get("label_selector"):
-        asks["labels"] = dict(options["label_selector"])
-    return asks
-
-
-def offers(node: dict[str, Any], asks: dict[str, Any]) -> bool:
-    """Whether a node (an entry of ``ray.nodes()``) has in total what ``asks`` wants."""
-    total = node.get("Resources") or {}
-    for name, amount in asks.items():
-        if name == "labels":
-            labels = node.get("Labels")
-            if isinstance(labels, dict) and any(labels.get(k) != v for k, v in amount.items()):
-                return False
-        elif float(total.get(name, 0.0)) < float(amount):
-            return False
-    return True
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -445,4 +351,4 @@ class RaySupervisor(Supervisor):
             self._owns_cluster = False
 
 
-__all__ = ["RayOptions", "RaySupervisor", "actor_options", "ray_options"]
+__all__ = ["RayOptions", "RaySupervisor", "actor_options", "demand", "offers", "ray_options"]

@@ -31,6 +31,7 @@ Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
   minus ``REWARDGYM_MODEL_API_KEY`` (:func:`~rewardgym.config.secrets.child_environ`). The instance records
   served by the head hold no secret.
 - Start-up probes use the standard library (:mod:`rewardgym.launch.probe`), not aiohttp.
+- Its options and its error type live in :mod:`.supervisor_options` (re-exported here).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,44 +55,17 @@ from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError
 from rewardgym.launch.head_identity import new_stack_secret, remove_record, write_record
 from rewardgym.launch.logtail import tail_log
 from rewardgym.launch.probe import http_status, listening
+from rewardgym.launch.supervisor_options import ChildFailure, SupervisorOptions, all_or_first_error
 from rewardgym.servers.logs import log_path
 
 if TYPE_CHECKING:
     import uvicorn
 
+__all__ = ["ChildFailure", "Supervisor", "SupervisorOptions", "all_or_first_error"]
+
 FORK_SERVER_LOG = "_fork_server.log"
 POLL_INTERVAL_S = 0.02
 UPSTREAM_POLL_S = 0.5
-
-
-class ChildFailure(ServerError):
-    """A child server exited or never became ready; the message ends with its last log lines."""
-
-    def __init__(self, name: str, reason: str, tail: Sequence[str]) -> None:
-        self.name = name
-        self.tail = list(tail)
-        lines = "\n".join(f"  | {line}" for line in tail) if tail else "  | (no output)"
-        super().__init__(f"server {name!r} {reason}; last log lines:\n{lines}")
-
-
-@dataclass
-class SupervisorOptions:
-    """How the supervisor runs."""
-
-    log_dir: Path
-    head_host: str = "127.0.0.1"
-    head_port: int = 11000
-    ready_timeout_s: float = 600.0
-    upstreams: list[str] = field(default_factory=list)
-    upstream_timeout_s: float = 120.0
-    stop_grace_s: float = 5.0
-    auth_token: str | None = field(default=None, repr=False)
-    """The shared token the head registry requires (``++auth_token``); never printed."""
-    network_bind: bool = False
-    """Servers may listen on non-loopback addresses (placed on a Ray cluster, token required)."""
-    fork_server: bool = True
-    """Fork the instances from one process that imported the server stack once (:mod:`.zygote`) instead of
-    starting a fresh interpreter per instance (which stays the fallback)."""
 
 
 def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
@@ -104,21 +78,6 @@ def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
             yield
 
     return EmbeddedUvicorn(config)
-
-
-async def all_or_first_error(waits: list[Coroutine[Any, Any, None]]) -> None:
-    """Run ``waits`` concurrently; on the first failure cancel the others and raise it."""
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        for task in done:
-            failure = task.exception()
-            if failure is not None:
-                raise failure
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 @dataclass

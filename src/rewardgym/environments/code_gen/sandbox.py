@@ -24,12 +24,13 @@ Contract of :class:`CodeSandbox` (one per server; :func:`shared_sandbox` gives o
 - On leaving the block, whatever happened (done, wrong answer, timeout, overflow, cancellation), every
   process of the run is killed: the process group, all descendants (even ones that left the group) and,
   when a dedicated uid was used, every process of that uid (the pid namespace's end kills the rest).
+
+A running child's reader is :class:`~.sandbox_run.SandboxRun` (:mod:`.sandbox_run`, re-exported here).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
@@ -39,9 +40,8 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,6 @@ import psutil
 
 from rewardgym.environments.code_gen.config import CodeGenConfig
 from rewardgym.environments.code_gen.isolation import PROBE_TIMEOUT_S, Isolation, probe_isolation
-from rewardgym.environments.code_gen.lcb_execution import INT_MAX_STR_DIGITS
 from rewardgym.environments.code_gen.run_memory import (
     MemoryPlan,
     MemoryUnbounded,
@@ -57,163 +56,41 @@ from rewardgym.environments.code_gen.run_memory import (
     plan_memory,
     remove_run_cgroup,
 )
+from rewardgym.environments.code_gen.sandbox_run import (
+    READ_CHUNK,
+    SandboxError,
+    SandboxRun,
+    SandboxUnavailableError,
+    big_ints,
+    describe_exit,
+)
 from rewardgym.environments.code_gen.uid_claim import claim_uid, release_uid
-from rewardgym.errors import ServerError
+
+__all__ = [
+    "CodeSandbox",
+    "SandboxError",
+    "SandboxRun",
+    "SandboxUnavailableError",
+    "big_ints",
+    "describe_exit",
+    "shared_sandbox",
+]
 
 log = logging.getLogger(__name__)
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-STDERR_TAIL_BYTES = 16_384
-READ_CHUNK = 65_536
 REPORT_SLACK_BYTES = 65_536
 TMP_INODES_PER_MB = 256
 """Room for the fields around a test's output (index, status, seconds …) in one report line."""
 SANDBOX_WORKDIR = "/tmp/work"
 """The work folder inside the private root (on its tmpfs)."""
 _logged: set[str] = set()
-_SIGNAL_REASONS = {
-    signal.SIGXCPU: "CPU time limit exceeded",
-    signal.SIGKILL: "killed (CPU hard limit or out of memory)",
-    signal.SIGSEGV: "crashed (segmentation fault)",
-}
-
-
-class SandboxError(ServerError):
-    """The sandbox itself failed (could not start or confine the child): no reward can be given."""
-
-
-class SandboxUnavailableError(SandboxError):
-    """Network isolation is unavailable and the config requires it, so no code is run."""
 
 
 def _log_once(level: int, message: str) -> None:
     if message not in _logged:
         _logged.add(message)
         log.log(level, message)
-
-
-@contextlib.contextmanager
-def big_ints() -> Iterator[None]:
-    """Parse and print integers as long as the solutions may (NeMo Gym raises the limit process-wide; this
-    raises it only around synchronous work, never across an ``await``)."""
-    previous = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(max(previous, INT_MAX_STR_DIGITS))
-    try:
-        yield
-    finally:
-        sys.set_int_max_str_digits(previous)
-
-
-def describe_exit(returncode: int | None) -> str:
-    """A short reason for how the child ended (``unshare`` reports a signal death as ``128 + signal``)."""
-    if returncode is None:
-        return "still running"
-    number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
-    if number:
-        with contextlib.suppress(ValueError):
-            sig = signal.Signals(number)
-            return f"{sig.name}: {_SIGNAL_REASONS.get(sig, 'killed by a signal')}"
-    return f"exit status {returncode}"
-
-
-class SandboxRun:
-    """One running child: its report lines and how it ended.
-
-    Every byte the child sends back is counted before it is kept: a report line longer than
-    ``line_limit`` or more than ``stderr_limit`` bytes on stderr ends the run at once (the process group is
-    killed; :attr:`overflow` names the channel), so a flood never grows the server's memory beyond one line.
-    """
-
-    def __init__(self, proc: asyncio.subprocess.Process, line_limit: int, stderr_limit: int) -> None:
-        self.proc = proc
-        self.line_limit = line_limit
-        self.stderr_limit = stderr_limit
-        self.overflow: str | None = None
-        self.confinement: dict[str, Any] = {}
-        self._stderr: collections.deque[bytes] = collections.deque()
-        self._stderr_size = 0
-        self.stderr_bytes = 0
-        self.started = time.monotonic()
-        self.stderr_task = asyncio.ensure_future(self._drain_stderr())
-
-    def _stop(self, reason: str) -> None:
-        """Record the first overflow and kill the run (the full cleanup still happens on leaving ``run``)."""
-        if self.overflow is None:
-            self.overflow = reason
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-
-    async def _drain_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        while chunk := await self.proc.stderr.read(READ_CHUNK):
-            self.stderr_bytes += len(chunk)
-            if self.stderr_bytes > self.stderr_limit:
-                self._stop(f"more than {self.stderr_limit} bytes on stderr")
-                return
-            self._stderr.append(chunk)
-            self._stderr_size += len(chunk)
-            while self._stderr_size - len(self._stderr[0]) >= STDERR_TAIL_BYTES:
-                self._stderr_size -= len(self._stderr.popleft())
-
-    def stderr_tail(self) -> str:
-        """The last bytes the child wrote on stderr (for diagnostics; may contain the solution's output)."""
-        return b"".join(self._stderr)[-STDERR_TAIL_BYTES:].decode("utf-8", "replace")
-
-    async def _lines(self) -> AsyncIterator[bytes]:
-        """Complete report lines (without the newline); a partial last line is dropped (the child died)."""
-        assert self.proc.stdout is not None
-        pending = bytearray()
-        while chunk := await self.proc.stdout.read(READ_CHUNK):
-            start = 0
-            while (end := chunk.find(b"\n", start)) >= 0:
-                if len(pending) + end - start > self.line_limit:
-                    break
-                pending += chunk[start:end]
-                yield bytes(pending)
-                pending.clear()
-                start = end + 1
-            pending += chunk[start : start + self.line_limit + 1 - len(pending)]
-            if len(pending) > self.line_limit:
-                self._stop(f"a report line longer than {self.line_limit} bytes")
-                return
-
-    async def events(self) -> AsyncIterator[dict[str, Any]]:
-        """The report lines after confinement, in order, until the child closes its report channel or sends
-        more than the limits allow (then one ``{"event": "overflow", "reason"}``)."""
-        async for line in self._lines():
-            try:
-                with big_ints():
-                    event = json.loads(line.decode("utf-8", "surrogatepass"))
-            except ValueError:
-                event = None
-            if not isinstance(event, dict):
-                yield {"event": "invalid"}
-            elif event.get("event") == "setup_error" and not self.confinement:
-                raise SandboxError(f"sandbox setup failed: {event.get('error')}")
-            elif event.get("event") == "sandbox" and not self.confinement:
-                self.confinement = event
-            else:
-                yield event
-        # A stderr flood is noticed before the child can go on (its write blocks until the reader has read).
-        if self.overflow is not None:
-            yield {"event": "overflow", "reason": f"Output limit: {self.overflow} (max_output_mb)"}
-            return
-        if not self.confinement:
-            await self.proc.wait()
-            ended = describe_exit(self.proc.returncode)
-            raise SandboxError(
-                f"sandbox child ended before confining itself ({ended}): {self.stderr_tail().strip()[-500:]}"
-            )
-
-    async def exit_reason(self, timeout: float = 5.0) -> str:
-        """How the child ended (waits up to ``timeout`` seconds for it to exit)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.proc.wait(), timeout)
-        if self.overflow is not None:
-            return f"output limit: {self.overflow}"
-        return describe_exit(self.proc.returncode)
 
 
 class CodeSandbox:
