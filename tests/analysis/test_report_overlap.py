@@ -1,5 +1,5 @@
 """``profile --report`` at scale analyzes in a forked child while the profile finishes
-(:mod:`rewardgym.cli.report_child`): its files must equal the serial path's byte for byte, a failure in
+(:mod:`rewardgym.analysis.profile_report`): its files must equal the serial path's byte for byte, a failure in
 the child must surface as the serial path's error with no file half-written, and a profile that fails
 after the fork must leave no analysis file at all."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rewardgym.cli.report_child import finish_report, profile_and_report
+from rewardgym.analysis.profile_report import finish_report, profile_and_report
 from rewardgym.errors import DataError
 from tests.analysis.helpers import inputs_for, rollout
 

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import FloatRect, Page, expect
 
 from rewardgym.analysis import analyze_files
-from rewardgym.cli.analyze_cmd import health_lines
+from rewardgym.analysis.summary import health_lines
 from tests.analysis.helpers import rollout, write
 from tests.browser import open_offline
 

@@ -13,11 +13,16 @@ import orjson
 import pytest
 
 from rewardgym.analysis.scan import ROW_HOOK, scan_from_parts, scan_rollouts
-from rewardgym.profile import Tuning, profile_files
+from rewardgym.profile import ProfileObserver, Tuning, profile_files
 from tests.analysis.helpers import inputs_for, rollout
 
 # Masked rollouts leave repeats unequal: the profile warns, as NeMo Gym does; not what is tested here.
 pytestmark = pytest.mark.filterwarnings("ignore:.*missing rollouts:UserWarning")
+
+
+class _Hooked(ProfileObserver):
+    row_hook = ROW_HOOK
+
 
 _OUTPUTS = ("run_reward_profiling.jsonl", "run_agent_metrics.json", "run_repeat_level_metrics.json")
 
@@ -73,7 +78,7 @@ def _assert_same_scan(expected_path: Path, got_parts: tuple[object, ...]) -> Non
 )
 def test_hook_columns_equal_the_analysis_read(tmp_path: Path, tuning: Tuning) -> None:
     inputs, rollouts = _write(tmp_path)
-    result = profile_files(inputs, rollouts, tuning=tuning, row_hook=ROW_HOOK)
+    result = profile_files(inputs, rollouts, tuning=tuning, observer=_Hooked())
     assert len(result.row_parts) >= 1
     _assert_same_scan(rollouts, result.row_parts)
 
@@ -84,7 +89,7 @@ def test_profile_outputs_do_not_change_with_the_hook(tmp_path: Path) -> None:
     plain = profile_files(inputs, rollouts, tuning=tuning)
     assert plain.row_parts == ()
     before = {name: (tmp_path / name).read_bytes() for name in _OUTPUTS}
-    hooked = profile_files(inputs, rollouts, tuning=tuning, row_hook=ROW_HOOK)
+    hooked = profile_files(inputs, rollouts, tuning=tuning, observer=_Hooked())
     assert {name: (tmp_path / name).read_bytes() for name in _OUTPUTS} == before
     assert hooked.completion == plain.completion
 
@@ -92,8 +97,20 @@ def test_profile_outputs_do_not_change_with_the_hook(tmp_path: Path) -> None:
 def test_while_reading_runs_during_the_read(tmp_path: Path) -> None:
     inputs, rollouts = _write(tmp_path, tasks=20)
     calls: list[str] = []
-    profile_files(inputs, rollouts, while_reading=lambda: calls.append("called"))
-    assert calls == ["called"]
+
+    class Watching(ProfileObserver):
+        def while_reading(self) -> None:
+            calls.append("reading")
+
+        def after_read(self, parts: tuple[object, ...], input_rows: int) -> None:
+            calls.append(f"read {len(parts)} parts, {input_rows} input rows")
+
+        def before_writing(self) -> None:
+            calls.append("writing")
+
+    result = profile_files(inputs, rollouts, observer=Watching())
+    assert calls == ["reading", "read 0 parts, 80 input rows", "writing"]
+    assert result.row_parts == ()
 
 
 def test_agent_indices_of_chunks_with_several_agents_and_none() -> None:
@@ -227,7 +244,7 @@ def test_hook_columns_equal_the_analysis_read_on_many_layouts(tmp_path: Path) ->
     rollouts.write_bytes(
         b"".join(orjson.dumps({**row, "_ng_rollout_index": k}) + b"\n" for row in rows for k in (0, 1))
     )
-    result = profile_files(inputs, rollouts, tuning=Tuning(workers=1), row_hook=ROW_HOOK, allow_partial=True)
+    result = profile_files(inputs, rollouts, tuning=Tuning(workers=1), observer=_Hooked(), allow_partial=True)
     _assert_same_scan(rollouts, result.row_parts)
 
 

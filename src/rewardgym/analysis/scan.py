@@ -148,7 +148,8 @@ def _finish_rows(rows: list[Any], offsets: list[int]) -> dict[str, Any]:
 
 
 ROW_HOOK = RowHook(per_row=pack_row, finish=_finish_rows, layout=layout_record)
-"""The analysis columns from the profile's parse of the rollouts (``profile_files(row_hook=...)``)."""
+"""The analysis columns from the profile's parse of the rollouts (the ``row_hook`` of
+:class:`~rewardgym.analysis.profile_report.ReportObserver`, a :class:`~rewardgym.profile.ProfileObserver`)."""
 
 
 @dataclass

@@ -171,14 +171,10 @@ def profile_command(
         allow_non_numeric_rewards, overrides, "allow_non_numeric_rewards", "--allow-non-numeric-rewards"
     )
     if report:  # the analysis takes its columns from the profile's own parse of the rollouts
-        from rewardgym.cli.report_child import finish_report, profile_and_report
+        from rewardgym.analysis.profile_report import finish_report, profile_and_report
 
         result, run = profile_and_report(
-            Path(inputs),
-            Path(rollouts),
-            allow_partial=allow_partial,
-            allow_non_numeric_rewards=lenient,
-            while_reading=_import_analysis,
+            Path(inputs), Path(rollouts), allow_partial=allow_partial, allow_non_numeric_rewards=lenient
         )
     else:
         result = profile_files(
@@ -217,14 +213,3 @@ def _trackers(tokens: list[str]) -> tuple[TrackerSettings, list[Target]] | None:
     for target in targets:
         require(target)
     return settings, targets
-
-
-def _import_analysis() -> None:
-    """Import what the analysis needs beyond the reading (scipy's special functions alone, the report)
-    while the profile's workers read. Called in this process's turn to wait for them, not in a thread:
-    the profile forks workers again later, and a fork during an import would copy its module lock held."""
-    import rewardgym.analysis.report
-    import rewardgym.cli.analyze_cmd  # noqa: F401
-    from rewardgym.stats.special import ufuncs
-
-    ufuncs()

@@ -14,7 +14,8 @@ which loads no pydantic model); it never imports
 servers or collection code. See ``docs/profile.md`` for the user-facing description of every output.
 
 Layout, by phase (a phase imports only earlier ones): ``read/`` (both files → columns: ``reader``,
-``scan_inputs``, ``scan_results``, ``extract``, ``row_layouts``, ``chunks``, ``columns``, ``magnitude``),
+``scan_inputs``, ``scan_results``, ``extract``, ``row_layouts``, ``chunks``, ``columns``, ``magnitude``,
+``observer``),
 ``compute/`` (columns → statistics: ``profiler``, ``statistics`` (the statistics layer), ``kernels`` (its
 columnar numpy kernels), ``repeats``, ``grouping``, ``align``, ``report``) and ``write/``
 (statistics → the three files: ``output``, ``lines``, ``writer``); ``api`` and ``tuning`` on top.
@@ -26,6 +27,7 @@ from rewardgym.profile.compute.profiler import Profile
 from rewardgym.profile.compute.report import BAND_LABELS, TaskSummary
 from rewardgym.profile.compute.statistics import ProfileStatistics, compute_statistics
 from rewardgym.profile.read.columns import RolloutTable
+from rewardgym.profile.read.observer import ProfileObserver
 from rewardgym.profile.tuning import Tuning
 from rewardgym.profile.write.output import OutputPaths, output_paths, summary_lines
 from rewardgym.stats.tinterval import t_interval
@@ -35,6 +37,7 @@ __all__ = [
     "CompletionSummary",
     "OutputPaths",
     "Profile",
+    "ProfileObserver",
     "ProfileResult",
     "ProfileStatistics",
     "RolloutTable",

@@ -2,22 +2,19 @@
 
 Contract:
 
-- :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files (a metric value
-  beyond ±1e100 is an error, see :mod:`.read.magnitude`), writes the three
-  output files next to ``rollouts`` (temp file + rename each; nothing is written when any check fails)
-  and returns a :class:`ProfileResult`. Per-task rows are streamed to disk, not kept in the result.
-  Before reading, an output that is one of the two inputs (path, symbolic or hard link) or exists as
-  anything but a regular file is refused, and the temp files and spools of killed earlier runs are
-  removed (see :mod:`rewardgym.io.outputs`). An inputs file without rows, or a rollouts file without
-  rollouts, is an error: there is nothing to profile. ``row_hook`` (a
-  :class:`~rewardgym.profile.read.chunks.RowHook`) lets a caller take its own fields from the same parse
-  of the rollouts (:attr:`ProfileResult.row_parts`); ``while_reading`` runs in this process while the
-  workers read; ``after_read(row_parts, input_rows)`` is called once both files are read and their rows
-  checked: it takes the row parts (they are then dropped here, and :attr:`ProfileResult.row_parts` is
-  empty) and may return a callable, called right after they are dropped; ``before_writing()`` is called
-  once the profile's own checks (alignment) have passed, before its first file is written —
-  ``profile --report`` builds its columns and forks its analysis at the first and lets it write its
-  files at the second.
+- :func:`profile_files(inputs, rollouts, allow_partial=False)` reads both JSONL files (a metric value beyond
+  ±1e100 is an error, see :mod:`.read.magnitude`), writes the three output files next to ``rollouts`` (temp
+  file + rename each; nothing is written when any check fails) and returns a :class:`ProfileResult`. Per-task
+  rows are streamed to disk, not kept in the result. Before reading, an output that is one of the two inputs
+  (path, symbolic or hard link) or exists as anything but a regular file is refused, and the temp files and
+  spools of killed earlier runs are removed (see :mod:`rewardgym.io.outputs`). An inputs file without rows, or
+  a rollouts file without rollouts, is an error: there is nothing to profile. One ``observer`` (a
+  :class:`~rewardgym.profile.read.observer.ProfileObserver`) lets a caller take part: its row hook takes the
+  caller's own fields from the same parse of the rollouts (:attr:`ProfileResult.row_parts`, unless its
+  ``keep_parts`` is false: they are then dropped after its ``after_read``), its ``while_reading`` runs in this
+  process while the workers read, ``after_read`` once both files are read and checked, ``before_writing``
+  before the first file is written — ``profile --report`` builds its columns and forks its analysis at the
+  ``after_read``.
 - :func:`profile_rows(rows, results, allow_partial=False)` runs the same profiler on lists of dicts
   (materialized-input rows and rollout/verify results), writes nothing, and returns the per-task rows
   too — exactly the objects the file would hold.
@@ -35,7 +32,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,9 +44,10 @@ from rewardgym.io.outputs import guard_outputs, remove_stale
 from rewardgym.profile.compute.align import CompletionSummary
 from rewardgym.profile.compute.profiler import Profile, build_profile, prepare_profile
 from rewardgym.profile.compute.report import TaskSummary, task_summary
-from rewardgym.profile.read.chunks import InputChunk, ResultChunk, RowHook
+from rewardgym.profile.read.chunks import InputChunk, ResultChunk
 from rewardgym.profile.read.columns import InputColumns, ResultColumns, merge_inputs, merge_results
 from rewardgym.profile.read.magnitude import check_magnitudes
+from rewardgym.profile.read.observer import ProfileObserver
 from rewardgym.profile.read.reader import read_files, remove_stale_spools
 from rewardgym.profile.read.scan_inputs import inputs_from_rows
 from rewardgym.profile.read.scan_results import results_from_rows
@@ -84,7 +82,7 @@ class ProfileResult:
     profile: Profile | None = field(default=None, repr=False)
     """The columnar statistics behind the outputs, for further analysis."""
     row_parts: tuple[Any, ...] = field(default=(), repr=False)
-    """What ``profile_files``'s ``row_hook`` made of each rollouts chunk, in file order."""
+    """What the observer's row hook made of each rollouts chunk, in file order (see ``keep_parts``)."""
 
 
 def profile_files(
@@ -94,10 +92,7 @@ def profile_files(
     *,
     tuning: Tuning | None = None,
     allow_non_numeric_rewards: bool = False,
-    row_hook: RowHook | None = None,
-    while_reading: Callable[[], object] | None = None,
-    after_read: Callable[[tuple[Any, ...], int], Callable[[], object] | None] | None = None,
-    before_writing: Callable[[], object] | None = None,
+    observer: ProfileObserver | None = None,
 ) -> ProfileResult:
     """Profile ``rollouts`` against ``inputs`` and write the three output files (see module doc)."""
     started = time.perf_counter()
@@ -116,8 +111,7 @@ def profile_files(
         rollouts_path,
         tuning,
         allow_non_numeric_rewards=allow_non_numeric_rewards,
-        row_hook=row_hook,
-        while_reading=while_reading,
+        observer=observer,
     )
     if len(input_columns.task) == 0:
         raise DataError(f"'{inputs_path}' (--inputs) holds no rows: there is nothing to profile")
@@ -127,13 +121,14 @@ def profile_files(
             f"({len(input_columns.task)} input rows are all still missing)"
         )
     check_magnitudes(result_columns, str(rollouts_path))
-    if after_read is not None:
-        then = after_read(result_columns.extras, len(input_columns.task))
+    observer = observer or ProfileObserver()
+    then = observer.after_read(result_columns.extras, len(input_columns.task))
+    if not observer.keep_parts:
         # Free the parts before ``then`` (a fork): a child would keep them alive while this process
         # reuses their memory, copying every page.
         result_columns = replace(result_columns, extras=())
-        if then is not None:
-            then()
+    if then is not None:
+        then()
     part = prepare_profile(
         input_columns,
         result_columns,
@@ -142,8 +137,7 @@ def profile_files(
         allow_partial=allow_partial,
         threads=tuning.worker_count(),
     )
-    if before_writing is not None:
-        before_writing()
+    observer.before_writing()
     profile = write_outputs(part, result_columns, paths, inputs_path, input_columns, tuning)
     return ProfileResult(
         completion=profile.completion,

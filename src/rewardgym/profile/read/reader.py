@@ -19,8 +19,9 @@ Contract of :func:`read_files`:
   inputs file first;
 - a non-empty rollouts file none of whose rows has ``response`` or ``reward`` is rejected as a
   materialized-inputs file given as ``--rollouts``;
-- ``row_hook`` (see :class:`~rewardgym.profile.read.chunks.RowHook`) runs in the rollouts reader, on
-  every row of the same parse; what it made of each chunk comes back as ``ResultColumns.extras``.
+- the ``observer``'s (:class:`~rewardgym.profile.read.observer.ProfileObserver`) row hook runs in the
+  rollouts reader, on every row of the same parse (what it made of each chunk comes back as
+  ``ResultColumns.extras``), and its ``while_reading`` in this process while the workers read.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ from rewardgym.io.inputs import refuse_special_input
 from rewardgym.io.jsonl import parse_line
 from rewardgym.io.oserrors import writing
 from rewardgym.io.outputs import make_temp_dir, remove_stale
-from rewardgym.profile.read.chunks import InputChunk, LineError, ResultChunk, RowHook
+from rewardgym.profile.read.chunks import InputChunk, LineError, ResultChunk
 from rewardgym.profile.read.columns import InputColumns, InputMerger, ResultColumns, ResultMerger
+from rewardgym.profile.read.observer import ProfileObserver
 from rewardgym.profile.read.scan_inputs import scan_inputs
 from rewardgym.profile.read.scan_results import scan_results
 from rewardgym.profile.tuning import Tuning
@@ -106,10 +108,10 @@ def _scan_all(
     input_ranges: list[tuple[int, int]],
     result_ranges: list[tuple[int, int]],
     workers: int,
-    while_reading: Callable[[], object] | None,
+    observer: ProfileObserver,
     allow_non_numeric_rewards: bool,
-    row_hook: RowHook | None = None,
 ) -> tuple[InputMerger, ResultMerger]:
+    row_hook = observer.row_hook
     scan_rollouts: Callable[[str, int, int], ResultChunk] = scan_results
     if allow_non_numeric_rewards or row_hook is not None:
         scan_rollouts = functools.partial(
@@ -118,8 +120,7 @@ def _scan_all(
     input_merger = InputMerger(input_ranges[-1][1])
     result_merger = ResultMerger(result_ranges[-1][1])
     if workers <= 1:
-        if while_reading is not None:
-            while_reading()
+        observer.while_reading()
         _check(
             _fold(
                 (scan_inputs(str(inputs), a, b) for a, b in input_ranges), input_ranges, inputs, input_merger
@@ -143,8 +144,7 @@ def _scan_all(
     try:
         with context.Pool(workers, initializer=children.die_with_parent, initargs=(os.getpid(),)) as pool:
             window = _Window(pool, jobs, str(spool), ahead=2 * workers + 2)
-            if while_reading is not None:
-                while_reading()  # the workers exist already: threads started now are not forked
+            observer.while_reading()  # the workers exist already: threads started now are not forked
             # Chunks are merged here as they arrive (rollouts first: they are read first), while the
             # workers read on. A bad inputs line is reported before a bad rollouts line.
             result_error = _fold(window.take(len(result_ranges)), result_ranges, rollouts, result_merger)
@@ -251,13 +251,12 @@ def read_files(
     rollouts: Path,
     tuning: Tuning | None = None,
     *,
-    while_reading: Callable[[], object] | None = None,
+    observer: ProfileObserver | None = None,
     allow_non_numeric_rewards: bool = False,
-    row_hook: RowHook | None = None,
 ) -> tuple[InputColumns, ResultColumns]:
-    """Columns of both files (see module doc); ``while_reading`` runs in this process meanwhile.
-    A measured rollout whose ``reward`` is not a number is a bad line unless ``allow_non_numeric_rewards``;
-    ``row_hook`` also runs on every rollout row (its parts come back as ``ResultColumns.extras``)."""
+    """Columns of both files (see module doc); the ``observer``'s ``while_reading`` runs in this process
+    meanwhile and its row hook on every rollout row (its parts come back as ``ResultColumns.extras``).
+    A measured rollout whose ``reward`` is not a number is a bad line unless ``allow_non_numeric_rewards``."""
     tuning = tuning or Tuning()
     input_size = check_readable(inputs, "--inputs")
     result_size = check_readable(rollouts, "--rollouts")
@@ -272,9 +271,8 @@ def read_files(
         chunk_ranges(input_size, chunk_bytes),
         chunk_ranges(result_size, chunk_bytes),
         count,
-        while_reading,
+        observer or ProfileObserver(),
         allow_non_numeric_rewards,
-        row_hook,
     )
     if result_merger.rows and not result_merger.with_outcome:
         raise DataError(

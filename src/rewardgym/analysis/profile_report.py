@@ -1,7 +1,9 @@
 """``gym eval profile --report`` at scale: the analysis in a forked child while the profile finishes.
 
+The protocol lives here, in the library; the CLI only parses its flags and prints the lines.
 Contract of :func:`profile_and_report(inputs, rollouts, ..., overlap)` (returns the
-:class:`~rewardgym.profile.api.ProfileResult` and a :class:`Report`; prints nothing):
+:class:`~rewardgym.profile.api.ProfileResult` and a :class:`Report`; prints nothing). The analysis takes
+part in the profile through one :class:`ReportObserver` (a :class:`~rewardgym.profile.ProfileObserver`):
 
 - ``overlap=False``: the profile, then the analysis of its rows in this process (``analyze_files`` on
   the ``Scan`` the profile's row hook built) — the serial path;
@@ -15,11 +17,11 @@ Contract of :func:`profile_and_report(inputs, rollouts, ..., overlap)` (returns 
   writing alongside the profile's keeps the peak under 1 GiB at 10^6 rollouts. A profile that fails
   closes the pipe without a go and the child exits, its temp files removed: no analysis file appears.
   The files are byte-identical to the serial path's: same functions, same inputs.
-- :func:`finish_report` prints the analysis summary after the profile's (the child sends its lines back
-  through a pipe). A child that failed with an exception sends it back (pickled) and it is raised here,
-  so the user sees exactly the one-line error of the serial path (exit non-zero); a child that died
-  otherwise is followed by the serial analysis here. Every file is written by temp file + rename, so a
-  failure never leaves a half-written one.
+- :func:`finish_report` returns the analysis summary's lines (the child sends them back through a pipe;
+  :func:`rewardgym.analysis.summary.result_lines`), which the CLI prints after the profile's. A child that
+  failed with an exception sends it back (pickled) and it is raised here, so the user sees exactly the
+  one-line error of the serial path (exit non-zero); a child that died otherwise is followed by the serial
+  analysis here. Every file is written by temp file + rename, so a failure never leaves a half-written one.
 """
 
 from __future__ import annotations
@@ -31,14 +33,13 @@ import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rewardgym.analysis.scan import ROW_HOOK, Merged, Scan, merge_parts
+from rewardgym.analysis.sidecars import output_paths, read_beside, written_files
 from rewardgym.io.memory import release_freed_memory
-from rewardgym.io.outputs import remove_stale
-from rewardgym.profile.api import ProfileResult, profile_files
-
-if TYPE_CHECKING:
-    from rewardgym.analysis.scan import Merged, Scan
+from rewardgym.io.outputs import guard_outputs, remove_stale
+from rewardgym.profile import ProfileObserver, ProfileResult, profile_files
 
 OVERLAP_FROM = 200_000
 """Input rows from which ``profile --report`` overlaps the analysis with the profile's tail: below it
@@ -75,6 +76,55 @@ class Report:
     child: _Child | None = field(default=None, repr=False)
 
 
+class ReportObserver(ProfileObserver):
+    """``profile --report``'s part in the profile (a :class:`~rewardgym.profile.ProfileObserver`): its row
+    hook takes the analysis' fields from the profile's parse; while the workers read, the analysis'
+    imports; once read, the records joined and — overlapped — the analysis child forked."""
+
+    row_hook = ROW_HOOK
+    keep_parts = False  # the report holds what it needs: the profile drops the parts before the fork
+
+    def __init__(self, report: Report, overlap: bool | None) -> None:
+        self.report = report
+        self.overlap = overlap
+
+    def while_reading(self) -> None:
+        """Import what the analysis needs beyond the reading (scipy's special functions alone, the
+        report) while the profile's workers read: in this process's turn to wait for them, not in a
+        thread (the profile forks workers again later; a fork during an import would copy its module lock
+        held)."""
+        import rewardgym.analysis.report
+        import rewardgym.analysis.summary  # noqa: F401
+        from rewardgym.stats.special import ufuncs
+
+        ufuncs()
+
+    def after_read(self, parts: tuple[Any, ...], input_rows: int) -> Callable[[], None] | None:
+        # The columns are merged here, before any fork, so that the child shares them instead of
+        # copying them and the parts' memory is freed (and reused) before a second process keeps it.
+        # Sorting them (a gather of every column) is the child's first job when there is one.
+        report = self.report
+        wanted = input_rows >= OVERLAP_FROM if self.overlap is None else self.overlap
+        fork = wanted and hasattr(os, "fork")
+        merged = merge_parts(report.rollouts, parts)
+        if fork:
+            report.merged = merged
+        else:
+            report.scan = merged.sorted()
+        # The profile refuses blank lines, so its input rows are the inputs file's non-empty lines.
+        report.materialized = input_rows
+        return self._start if fork else None
+
+    def _start(self) -> None:
+        from rewardgym.stats.special import ufuncs
+
+        ufuncs()  # scipy's special functions, which both processes use: loaded once, before the fork
+        release_freed_memory()  # the freed parts: not a resident part of the child's copy of this process
+        self.report.child = _fork(self.report)
+        self.report.merged = None  # the child's now: freed here, it is no longer shared
+        release_freed_memory()
+
+
 def profile_and_report(
     inputs: Path,
     rollouts: Path,
@@ -82,53 +132,21 @@ def profile_and_report(
     overlap: bool | None = None,
     allow_partial: bool = False,
     allow_non_numeric_rewards: bool = False,
-    while_reading: Callable[[], object] | None = None,
 ) -> tuple[ProfileResult, Report]:
     """Profile the run and start (``overlap``; None: from :data:`OVERLAP_FROM` input rows) or prepare its
     analysis (see module doc)."""
-    from rewardgym.analysis.scan import ROW_HOOK, merge_parts
-    from rewardgym.analysis.sidecars import output_paths, read_beside, written_files
-    from rewardgym.io.outputs import guard_outputs
-
     beside = output_paths(rollouts)  # the analysis' outputs refused before the profile reads a byte
     guard_outputs(
         written_files(beside), [(inputs, "--inputs"), (rollouts, "--rollouts"), *read_beside(beside)]
     )
     report = Report(inputs, rollouts)
-
-    def after_read(parts: tuple[Any, ...], input_rows: int) -> Callable[[], None] | None:
-        # The columns are merged here, before any fork, so that the child shares them instead of
-        # copying them and the parts' memory is freed (and reused) before a second process keeps it.
-        # Sorting them (a gather of every column) is the child's first job when there is one.
-        wanted = input_rows >= OVERLAP_FROM if overlap is None else overlap
-        fork = wanted and hasattr(os, "fork")
-        merged = merge_parts(rollouts, parts)
-        if fork:
-            report.merged = merged
-        else:
-            report.scan = merged.sorted()
-        # The profile refuses blank lines, so its input rows are the inputs file's non-empty lines.
-        report.materialized = input_rows
-        return start if fork else None
-
-    def start() -> None:
-        from rewardgym.stats.special import ufuncs
-
-        ufuncs()  # scipy's special functions, which both processes use: loaded once, before the fork
-        release_freed_memory()  # the freed parts: not a resident part of the child's copy of this process
-        report.child = _fork(report)
-        report.merged = None  # the child's now: freed here, it is no longer shared
-        release_freed_memory()
-
     try:
         result = profile_files(
             inputs,
             rollouts,
             allow_partial=allow_partial,
             allow_non_numeric_rewards=allow_non_numeric_rewards,
-            row_hook=ROW_HOOK,
-            while_reading=while_reading,
-            after_read=after_read,
+            observer=ReportObserver(report, overlap),
         )
     except BaseException:
         if report.child is not None:
@@ -161,15 +179,11 @@ def finish_report(report: Report) -> list[str]:
 
 def _analyze_here(report: Report) -> list[str]:
     from rewardgym.analysis.api import analyze_files
+    from rewardgym.analysis.summary import result_lines
 
     scan, report.scan = report.scan, None
-    return _lines(analyze_files(report.inputs, report.rollouts, scan=scan, materialized=report.materialized))
-
-
-def _lines(result: Any) -> list[str]:
-    from rewardgym.cli.analyze_cmd import summary_lines
-
-    return [*summary_lines(result), *(f"Wrote {path}" for path in result.written)]
+    result = analyze_files(report.inputs, report.rollouts, scan=scan, materialized=report.materialized)
+    return result_lines(result)
 
 
 def _fork(report: Report) -> _Child:
@@ -193,6 +207,7 @@ def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - r
     code = 1
     try:
         from rewardgym.analysis.api import analyze_files
+        from rewardgym.analysis.summary import result_lines
 
         def wait_for_go() -> None:
             if os.read(gate, 1) != _GO:
@@ -210,7 +225,7 @@ def _child(report: Report, gate: int, out: int) -> None:  # pragma: no cover - r
                 before_writing=wait_for_go,
                 fork_writer=False,  # the profile's own processes hold both cores: a third adds only memory
             )
-            answer = _LINES + "\n".join(_lines(result)).encode()
+            answer = _LINES + "\n".join(result_lines(result)).encode()
             code = 0
         except _NoGo:
             os._exit(3)
