@@ -268,3 +268,29 @@ def test_scan_columns_are_the_rows_sorted_by_key(tmp_path: Path) -> None:
             np.allclose(np.array(got, float), np.array(want, float), equal_nan=True)
         ), name
     assert np.all(columns.has_response) and np.all(columns.reasoning_chars[columns.tool_calls == 0] == 0)
+
+
+def test_the_fast_sources_are_generated_from_the_one_description(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each rule of ``ROW_FIELDS`` is what every path renders: the general path and the usual one read the
+    same keys, and a rule changed for one path only (here the layout path's token keys swapped) breaks
+    the equality the test above holds — so that test would catch a path drifting from the others."""
+    from dataclasses import replace
+
+    from rewardgym.analysis import record_source
+    from rewardgym.analysis.extract import _compile, extract_general
+    from rewardgym.profile.read.row_layouts import usage_of
+
+    general, usual = record_source.general_source(), record_source.usual_source()
+    for rule in record_source.ROW_FIELDS:
+        assert repr(rule.keys[0]) in general, rule.name
+        assert repr(rule.keys[0]) in usual, rule.name
+    swapped = replace(record_source.TOKENS_IN, keys=record_source.TOKENS_IN.keys[::-1])
+    monkeypatch.setattr(record_source, "TOKENS_IN", swapped)
+    differ = 0
+    for row in _variants():
+        usage = usage_of(row)
+        source = record_source.layout_source(row, usage)
+        assert source is not None
+        values = [*row.values(), *(usage.values() if usage is not None else ())]
+        differ += _compile(source)(row, *values) != extract_general(row)
+    assert differ > 0

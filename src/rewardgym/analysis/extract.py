@@ -9,7 +9,9 @@ the ``output_text`` (or ``text``) of message items of ``response.output``; reaso
 content text of ``reasoning`` items; tool calls are items whose ``type`` ends in ``_call`` (NeMo Gym's
 list: function, tool, MCP, file/web search, computer, code interpreter, shell, custom calls). The text
 hash is Python's string hash: equal texts hash equal within one run (forked readers share its seed),
-which is all the identical-repeats check needs.
+which is all the identical-repeats check needs. Where each number comes from is described once, in
+:data:`rewardgym.analysis.record_source.ROW_FIELDS`: :func:`extract_general`, :func:`pack_row` and the
+per-layout :func:`layout_record` are all generated from it.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from rewardgym.analysis.record_source import layout_source, usual_source
+from rewardgym.analysis.record_source import general_source, layout_source, usual_source
 from rewardgym.profile.read.extract import KeyProblem, row_key
-from rewardgym.protocol.keys import ROLLOUT_INDEX, TASK_INDEX
 
 LENGTH_REASONS = frozenset(("max_output_tokens", "max_tokens", "length"))
 
@@ -108,115 +109,6 @@ def response_text(row: dict[str, Any]) -> tuple[str, str]:
     return "".join(texts), "".join(reasoning)
 
 
-def extract_general(row: dict[str, Any]) -> bytes | str:
-    """:func:`pack_row` for a row of any shape: every rule of the module doc, checked as it goes."""
-    task = row.get(TASK_INDEX)
-    rollout = row.get(ROLLOUT_INDEX)
-    if type(task) is not int:
-        return f"missing '{TASK_INDEX}'" if task is None else f"'{TASK_INDEX}' must be an integer"
-    if type(rollout) is not int:
-        return f"missing '{ROLLOUT_INDEX}'" if rollout is None else f"'{ROLLOUT_INDEX}' must be an integer"
-    raw: Any = row.get("reward")
-    kind = type(raw)
-    reward = float(raw) if kind is float or kind is int or kind is bool else NAN
-    tokens_in = tokens_out = total = cap = NAN
-    incomplete = False
-    calls = 0
-    text = ""
-    reasoning_chars = 0
-    response = row.get("response")
-    if type(response) is dict:
-        usage = response.get("usage")
-        if type(usage) is dict:  # the first present key counts, even when it is null
-            value: Any = usage.get("input_tokens", _ABSENT)
-            if value is _ABSENT:
-                value = usage.get("prompt_tokens")
-            if type(value) is int or type(value) is float:
-                tokens_in = float(value)
-            value = usage.get("output_tokens", _ABSENT)
-            if value is _ABSENT:
-                value = usage.get("completion_tokens")
-            if type(value) is int or type(value) is float:
-                tokens_out = float(value)
-            value = usage.get("total_tokens")
-            if type(value) is int or type(value) is float:
-                total = float(value)
-        value = response.get("max_output_tokens")
-        if type(value) is int or type(value) is float:
-            cap = float(value)
-        details = response.get("incomplete_details")
-        incomplete = response.get("status") == "incomplete" or (
-            type(details) is dict and details.get("reason") in LENGTH_REASONS
-        )
-        output = response.get("output")
-        if type(output) is list:
-            texts: list[str] = []
-            reasoning: list[str] = []
-            if len(output) == 1 and type(output[0]) is dict and output[0].get("type") == "message":
-                content = output[0].get("content")  # the common single-message answer
-                if type(content) is list:
-                    if len(content) == 1 and type(content[0]) is dict:  # ... of one part: no join
-                        piece = content[0].get("text")
-                        if type(piece) is str:
-                            texts = [piece]
-                    else:
-                        for part in content:
-                            if type(part) is dict:
-                                piece = part.get("text")
-                                if type(piece) is str:
-                                    texts.append(piece)
-                elif type(content) is str:
-                    texts.append(content)
-            else:
-                calls = _texts(output, texts, reasoning)
-            text = texts[0] if len(texts) == 1 else "".join(texts)
-            if text and (text[0].isspace() or text[-1].isspace()):  # strip only when needed (a copy)
-                text = text.strip()
-            if reasoning:  # no generator for the common answer without reasoning
-                reasoning_chars = sum(len(r.strip()) for r in reasoning)
-    if math.isnan(total):  # no total_tokens
-        total = tokens_in + tokens_out
-    if math.isnan(cap):  # no cap on the response: the request's
-        params = row.get("responses_create_params")
-        if type(params) is dict:
-            value = params.get("max_output_tokens", _ABSENT)
-            if value is _ABSENT:
-                value = params.get("max_tokens")
-            if type(value) is int or type(value) is float:
-                cap = float(value)
-    perf = row.get("ng_perf")
-    turns = number(perf.get("num_turns")) if type(perf) is dict else NAN
-    agent_ref = row.get("agent_ref")
-    agent = agent_ref.get("name") if type(agent_ref) is dict else None
-    if "extracted_answer" in row:
-        value = row["extracted_answer"]
-        extracted = 0 if value is None or (type(value) is str and not value.strip()) else 1
-    else:
-        extracted = -1
-    try:
-        return _pack(
-            task,
-            rollout,
-            reward,
-            tokens_in,
-            tokens_out,
-            total,
-            cap,
-            incomplete,
-            len(text),
-            reasoning_chars,
-            calls,
-            turns,
-            extracted,
-            (hash(text) & HASH_MASK) or 1 if text else 0,
-            row.get("mask_sample"),
-            agent_index(agent) if type(agent) is str else -1,
-            type(response) is dict,
-        )
-    except struct.error:  # an index beyond 64 bits
-        return key_problem(row)
-
-
 def key_problem(row: dict[str, Any]) -> str:
     """What is wrong with the key of a row whose indices do not fit 64 bits (the profile's words)."""
     key = row_key(row)
@@ -240,7 +132,6 @@ def agent_names() -> list[str]:
 
 
 _NAMESPACE: dict[str, Any] = {
-    "extract_any": extract_general,
     "key_problem": key_problem,
     "struct_error": struct.error,
     "pack": _pack,
@@ -249,26 +140,33 @@ _NAMESPACE: dict[str, Any] = {
     "MASK": HASH_MASK,
     "LENGTH_REASONS": LENGTH_REASONS,
     "number": number,
+    "output_texts": _texts,
     "agent_index": agent_index,
     "AGENTS": AGENT_INDEX,
 }
 """What the generated record functions refer to (:mod:`rewardgym.analysis.record_source`)."""
 
 
-def _compile(source: str) -> Callable[..., bytes | str]:
+def _compile(source: str, name: str | None = None) -> Callable[..., bytes | str]:
     namespace = dict(_NAMESPACE)
     exec(source, namespace)  # the source holds no value of any row: only local names and constants
     function: Callable[..., bytes | str] = namespace["record"]
+    if name is not None:
+        # Named as what it is here: the profile's readers pickle their row hook (by module and name) to
+        # send it to their workers.
+        function.__module__, function.__name__, function.__qualname__ = __name__, name, name
     return function
 
 
-pack_row: Callable[[dict[str, Any]], bytes | str] = _compile(usual_source())
-# Named as what it is here: the profile's readers pickle their row hook (by module and name) to send it
-# to their workers.
-pack_row.__module__, pack_row.__name__, pack_row.__qualname__ = __name__, "pack_row", "pack_row"
+extract_general: Callable[[dict[str, Any]], bytes | str] = _compile(general_source(), "extract_general")
+""":func:`pack_row` for a row of any shape: every rule of :data:`rewardgym.analysis.record_source.ROW_FIELDS`
+checked as it goes (:func:`rewardgym.analysis.record_source.general_source`)."""
+_NAMESPACE["extract_any"] = extract_general
+
+pack_row: Callable[[dict[str, Any]], bytes | str] = _compile(usual_source(), "pack_row")
 """The analysis fields of one rollout row as one :data:`RECORD`, or what is wrong with its key: the usual
 row read fast (:func:`rewardgym.analysis.record_source.usual_source`), any other by
-:func:`extract_general`."""
+:func:`extract_general` — both generated from one description of the row's fields."""
 
 
 def layout_record(row: dict[str, Any], usage: dict[str, Any] | None) -> Callable[..., bytes | str] | None:
