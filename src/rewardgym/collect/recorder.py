@@ -4,8 +4,9 @@ A :class:`RolloutRecorder` is handed to the :class:`~rewardgym.collect.dispatch.
 callbacks. A successful rollout is completed by the recorder's *projections* in order — by default NeMo Gym
 0.7.0's ``_ng_environment_server``, ``_ng_result_type`` and ``ng_perf``
 (:mod:`rewardgym.collect.rollout_fields`); a further per-row field is one more projection — then appended
-and flushed to the rollouts file (completion order), and counted by the progress. A final failure is
-appended to the failures file. A key of the earlier run's failures that now succeeded is remembered
+and flushed to the rollouts file (completion order), shown to the *observers* (the aggregate metrics'
+groups, gathered from the stream rather than by reading the file back) and counted by the progress. A final
+failure is appended to the failures file. A key of the earlier run's failures that now succeeded is remembered
 (:attr:`RolloutRecorder.recovered`) so the runner can drop it from the failures file at the end.
 """
 
@@ -67,12 +68,14 @@ class RolloutRecorder:
         progress: CollectionProgress,
         prior: PriorRun,
         projections: Sequence[Projection],
+        observers: Sequence[Callable[[Row], None]] = (),
     ) -> None:
         self._rollouts = JsonlAppender(outputs.rollouts, encode=stored_line)
         self._failures = JsonlAppender(outputs.failures, encode=stored_line)
         self._progress = progress
         self._prior_attempts = prior.attempts
         self._projections = tuple(projections)
+        self._observers = tuple(observers)
         # The wall clock of each successful /run, keyed by the result object until on_success (called at
         # once after the attempt, in the same task) takes it: the dispatcher stays unaware of timing.
         self._latencies: dict[int, float] = {}
@@ -97,6 +100,8 @@ class RolloutRecorder:
         for project in self._projections:
             project(row, result, latency)
         self._rollouts.write(result)
+        for observe in self._observers:
+            observe(result)
         self._progress.success(row[keys.AGENT_REF]["name"], float(result[keys.REWARD]))
         if self._prior_attempts:
             key = key_of(row, "materialized row")

@@ -34,6 +34,7 @@ from typing import IO, Any
 from rewardgym.collect.adaptive import RoundsResult, run_rounds
 from rewardgym.collect.agent_client import AgentClient
 from rewardgym.collect.aggregate import (
+    StreamedGroups,
     compute_aggregate_metrics,
     format_key_metrics,
     group_by_agent,
@@ -95,7 +96,10 @@ async def _collect(
     total, prior, adaptive, add_seed = prepare_run(settings, outputs, out, agent_urls)
     _announce(settings, outputs, out, total, len(prior.done))
     progress = CollectionProgress(total, len(prior.done), stream=out, live=settings.live_progress)
-    recorder = RolloutRecorder(outputs, progress, prior, [nemo_fields(relay_names(agent_urls))])
+    # The aggregate metrics' rows, gathered as they are written when this run writes the whole file.
+    streamed = StreamedGroups() if not settings.disable_aggregation and not prior.done else None
+    observers = [streamed.add] if streamed is not None else []
+    recorder = RolloutRecorder(outputs, progress, prior, [nemo_fields(relay_names(agent_urls))], observers)
     run = _Run(settings, outputs, agent_urls, headers, recorder)
     if on_dispatcher is not None:
         on_dispatcher(run.dispatcher)
@@ -109,7 +113,7 @@ async def _collect(
     if rounds is not None and rounds.summary:
         out.write(rounds.summary + "\n")
     total += rounds.added if rounds is not None else 0
-    aggregate = await _close(settings, outputs, run, agent_urls, headers, out)
+    aggregate = await _close(settings, outputs, run, agent_urls, headers, out, streamed)
     return CollectSummary(outputs, total, len(prior.done), stats, run.dispatcher.stop_reason, aggregate)
 
 
@@ -227,6 +231,7 @@ async def _close(
     agent_urls: Mapping[str, str],
     headers: Mapping[str, str] | None,
     out: IO[str],
+    streamed: StreamedGroups | None,
 ) -> list[dict[str, Any]] | None:
     """Say why the run stopped, or (finished) compute and write the aggregate metrics."""
     guard, stop_reason = run.guard, run.dispatcher.stop_reason
@@ -245,7 +250,7 @@ async def _close(
             f"Resume with the same command plus --resume.\n"
         )
     elif not settings.disable_aggregation:
-        groups = group_by_agent([outputs.rollouts])
+        groups = streamed.groups() if streamed is not None else group_by_agent([outputs.rollouts])
         if groups:
             aggregate = await compute_aggregate_metrics(groups, agent_urls, headers=headers)
             write_aggregate_metrics(outputs.aggregate_metrics, aggregate)
