@@ -11,9 +11,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rewardgym.launch.serve import ThreadedServer
-from rewardgym.testing import OpenAIStub
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -38,7 +35,7 @@ def test_the_scaffold_holds_every_part_and_its_tests_pass(scaffolded: Path) -> N
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert files == [
         "README.md", "__init__.py", "app.py", "configs/capital_quiz.yaml", "data/example.jsonl",
-        "tests/__init__.py", "tests/test_capital_quiz.py",
+        "tests/__init__.py", "tests/test_capital_quiz.py", "verifier_cases.jsonl",
     ]  # fmt: skip
     assert '@environment("capital_quiz")' in (folder / "app.py").read_text()
     assert "class CapitalQuiz(ResourcesServer[CapitalQuizConfig])" in (folder / "app.py").read_text()
@@ -51,21 +48,12 @@ def test_the_scaffold_holds_every_part_and_its_tests_pass(scaffolded: Path) -> N
     assert "6 passed" in tests.stdout
 
 
-def test_the_scaffold_collects_end_to_end(
-    scaffolded: Path, scripted_model: tuple[ThreadedServer, OpenAIStub]
-) -> None:
-    runner, stub = scripted_model
-    stub.state.text = "Let me think. Answer: Paris"
+def test_the_scaffold_collects_end_to_end_with_the_scripted_model(scaffolded: Path) -> None:
+    # One flag for the model: the scripted model type answers in its own server process (no upstream).
     model = [
-        "--model-type",
-        "openai_model",
-        "--model-url",
-        f"{runner.url}/v1",
-        "--model",
-        "stub",
-        "--model-api-key",
-        "k",
-    ]
+        "--model-type", "scripted",
+        '++policy_model.responses_api_models.scripted.answers=["Let me think. Answer: Paris"]',
+    ]  # fmt: skip
     run = gym(
         "eval", "run", "--config", "capital_quiz/configs/capital_quiz.yaml", *model,
         "--agent", "capital_quiz_simple_agent", "--input", "capital_quiz/data/example.jsonl",

@@ -3,8 +3,10 @@
 Contract:
 - Writes ``<dir>/<NAME>/`` (``--dir``, default the working directory): ``__init__.py``, ``app.py`` (the whole
   environment in one file, on :mod:`rewardgym.env`), ``configs/<NAME>.yaml`` (the server as
-  ``<NAME>.app:<Class>`` plus a ``simple_agent``), ``data/example.jsonl``, ``README.md`` and
-  ``tests/test_<NAME>.py``, whose tests pass as written (``pytest <NAME>`` from ``<dir>``).
+  ``<NAME>.app:<Class>`` plus a ``simple_agent``), ``data/example.jsonl``, ``verifier_cases.jsonl`` (the
+  verifier's behaviour as data), ``README.md`` and ``tests/test_<NAME>.py`` (the cases over HTTP, and
+  episodes through ``simple_agent`` with the in-process ``scripted`` model), whose tests pass as written
+  (``pytest <NAME>`` from ``<dir>``).
 - ``NAME`` must be a lowercase Python identifier that breaks nothing: not a Python keyword (``import``),
   not a module that is already importable (the standard library's ``json``, ``os``, ``test``; installed
   packages such as ``rewardgym``, ``numpy``, ``pytest``) — the environment's package would shadow it or be
@@ -39,6 +41,7 @@ FILES = {
     "example.jsonl.tmpl": "data/example.jsonl",
     "README.md.tmpl": "README.md",
     "test.py.tmpl": "tests/test_{name}.py",
+    "verifier_cases.jsonl.tmpl": "verifier_cases.jsonl",
 }
 
 
@@ -127,5 +130,8 @@ def new(
     """Write a working environment (app, config, example data, README, tests) to start from."""
     target = scaffold(name, directory)
     shown = os.path.relpath(target)
-    typer.echo(f"Created {shown}/ (app.py, configs/{name}.yaml, data/example.jsonl, README.md, tests/)")
+    typer.echo(
+        f"Created {shown}/ (app.py, configs/{name}.yaml, data/example.jsonl, verifier_cases.jsonl, "
+        "README.md, tests/)"
+    )
     typer.echo(f"Next: pytest {shown}   # then see {shown}/README.md to serve and collect")

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from rewardgym.config.secrets import mask_known_secrets
 from rewardgym.errors import DataError, ServerError
 from rewardgym.io.jsonl import read_jsonl_tolerant
 from rewardgym.io.outputs import atomic_write_bytes
@@ -70,9 +71,37 @@ def group_by_agent(paths: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
             name = ref.get("name") if isinstance(ref, Mapping) else None
             if isinstance(name, str):
                 groups.setdefault(name, []).append(strip_for_metrics(row))
+    return _sorted_groups(groups)
+
+
+def _sorted_groups(groups: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
     for rows in groups.values():
         rows.sort(key=lambda r: (r.get(keys.TASK_INDEX, 0), r.get(keys.ROLLOUT_INDEX, 0)))
     return dict(sorted(groups.items()))
+
+
+class StreamedGroups:
+    """:func:`group_by_agent` of a rollouts file computed from the rows as they are written (no read back).
+
+    :meth:`add` takes each stored row in memory; the row's stripped part is kept as the file would give it
+    back (the stored line masks known secrets: a slim row holding one is masked the same way)."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, list[dict[str, Any]]] = {}
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        ref = row.get(keys.AGENT_REF)
+        name = ref.get("name") if isinstance(ref, Mapping) else None
+        if not isinstance(name, str):
+            return
+        slim = strip_for_metrics(row)
+        data = orjson.dumps(slim)
+        masked = mask_known_secrets(data)
+        self._groups.setdefault(name, []).append(slim if masked is data else orjson.loads(masked))
+
+    def groups(self) -> dict[str, list[dict[str, Any]]]:
+        """The rows added, stripped, sorted by key, grouped per agent name (as :func:`group_by_agent`)."""
+        return _sorted_groups(self._groups)
 
 
 async def compute_aggregate_metrics(

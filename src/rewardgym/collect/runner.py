@@ -27,31 +27,32 @@ import asyncio
 import contextlib
 import signal
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
 from rewardgym.collect.adaptive import RoundsResult, run_rounds
 from rewardgym.collect.agent_client import AgentClient
 from rewardgym.collect.aggregate import (
+    StreamedGroups,
     compute_aggregate_metrics,
     format_key_metrics,
     group_by_agent,
     write_aggregate_metrics,
 )
 from rewardgym.collect.dispatch import Dispatcher, DispatchStats
-from rewardgym.collect.failures import AttemptFailure
-from rewardgym.collect.outputs import RunOutputs, stored_line
+from rewardgym.collect.outputs import RunOutputs
 from rewardgym.collect.prepare import guard_run_outputs, prepare_run
 from rewardgym.collect.progress import CollectionProgress
-from rewardgym.collect.resume import drop_failures, key_of, pending_rows
-from rewardgym.collect.rollout_fields import LEGACY_RESULT_TYPE, perf_of, relay_name, relay_names
+from rewardgym.collect.recorder import RolloutRecorder, failure_row, nemo_fields
+from rewardgym.collect.resume import PriorRun, drop_failures, pending_rows
+from rewardgym.collect.rollout_fields import relay_names
 from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
-from rewardgym.io.jsonl import JsonlAppender
-from rewardgym.protocol import keys
+from rewardgym.stats.adaptive import AdaptivePolicy
+
+__all__ = ["CollectSummary", "failure_row", "format_summary", "run_collection"]
 
 
 @dataclass
@@ -62,23 +63,6 @@ class CollectSummary:
     stats: DispatchStats
     stop_reason: str | None
     aggregate: list[dict[str, Any]] | None
-
-
-def failure_row(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        keys.TASK_INDEX: row[keys.TASK_INDEX],
-        keys.ROLLOUT_INDEX: row[keys.ROLLOUT_INDEX],
-        keys.AGENT_REF: row.get(keys.AGENT_REF),
-        keys.FAILURE_CLASS: failure.failure_class.value,
-        "_ng_failure_reason": failure.reason,
-        "attempts": attempts,
-        "permanent": not failure.transient,
-    }
-    if failure.status is not None:
-        record["_ng_failure_http_status"] = failure.status
-    if failure.response is not None:  # a judge failure: kept to re-score it (reverify --judge-failed-only)
-        record[keys.RESPONSE] = failure.response
-    return record
 
 
 async def run_collection(
@@ -110,82 +94,118 @@ async def _collect(
     on_dispatcher: Callable[[Dispatcher], None] | None,
 ) -> CollectSummary:
     total, prior, adaptive, add_seed = prepare_run(settings, outputs, out, agent_urls)
-    resumed_done = len(prior.done)
+    _announce(settings, outputs, out, total, len(prior.done))
+    progress = CollectionProgress(total, len(prior.done), stream=out, live=settings.live_progress)
+    # The aggregate metrics' rows, gathered as they are written when this run writes the whole file.
+    streamed = StreamedGroups() if not settings.disable_aggregation and not prior.done else None
+    observers = [streamed.add] if streamed is not None else []
+    recorder = RolloutRecorder(outputs, progress, prior, [nemo_fields(relay_names(agent_urls))], observers)
+    run = _Run(settings, outputs, agent_urls, headers, recorder)
+    if on_dispatcher is not None:
+        on_dispatcher(run.dispatcher)
+    try:
+        with _signals_stop(run.dispatcher):
+            stats, rounds = await run.dispatch(prior, progress, adaptive, add_seed, out)
+    finally:
+        recorder.close()
+    if recorder.recovered:
+        drop_failures(outputs.failures, recorder.recovered)
+    if rounds is not None and rounds.summary:
+        out.write(rounds.summary + "\n")
+    total += rounds.added if rounds is not None else 0
+    aggregate = await _close(settings, outputs, run, agent_urls, headers, out, streamed)
+    return CollectSummary(outputs, total, len(prior.done), stats, run.dispatcher.stop_reason, aggregate)
+
+
+def _announce(settings: CollectSettings, outputs: RunOutputs, out: IO[str], total: int, done: int) -> None:
     if settings.resume:
-        out.write(f"Resuming: {resumed_done} of {total} rollouts already done\n")
+        out.write(f"Resuming: {done} of {total} rollouts already done\n")
     out.write(f"Materialized inputs: {outputs.materialized} ({total} rollouts)\n")
     # Never more workers than rollouts not yet done (the dispatcher starts one per row it pulls).
-    workers = max(1, min(settings.concurrency, total - resumed_done))
+    workers = max(1, min(settings.concurrency, total - done))
     out.write(f"Querying with {workers} concurrent requests\n")
     out.flush()
 
-    rollouts = JsonlAppender(outputs.rollouts, encode=stored_line)
-    failures = JsonlAppender(outputs.failures, encode=stored_line)
-    progress = CollectionProgress(total, resumed_done, stream=out, live=settings.live_progress)
-    recovered: set[tuple[int, int]] = set()
-    guard: StackGuard | None = None
-    watch: HeadWatch | None = None
 
-    relays = relay_names(agent_urls)
-    # The wall clock of each successful /run, keyed by the result object until on_success (called at once
-    # after the attempt, in the same task) takes it: the dispatcher stays unaware of timing.
-    latencies: dict[int, float] = {}
+class _Run:
+    """The client, the dispatcher and the server guard of one run, wired to the recorder."""
 
-    async def send(row: dict[str, Any]) -> dict[str, Any]:
-        started = time.perf_counter()
-        result = await client.run(row)
-        latencies[id(result)] = (time.perf_counter() - started) * 1000.0
-        return result
+    def __init__(
+        self,
+        settings: CollectSettings,
+        outputs: RunOutputs,
+        agent_urls: Mapping[str, str],
+        headers: Mapping[str, str] | None,
+        recorder: RolloutRecorder,
+    ) -> None:
+        self.settings, self.outputs = settings, outputs
+        directory = agent_urls if isinstance(agent_urls, AgentDirectory) else None
+        self.client = AgentClient(
+            agent_urls,
+            rollout_timeout_s=settings.rollout_timeout_s,
+            max_connections=settings.concurrency,
+            headers=headers,
+            replicas=directory.replicas if directory is not None else None,
+        )
+        self.guard: StackGuard | None = directory.guard if directory is not None else None
+        self.watch: HeadWatch | None = None
+        if directory is not None and self.guard is None and directory.head_url:
+            self.watch = HeadWatch(directory.head_url, headers=headers, on_death=self._on_death)
+            self.guard = self.watch
+        recorder.alarm = self.guard.alarm if self.guard is not None else None
+        self.dispatcher = Dispatcher(
+            send=recorder.timed(self.client.run),
+            concurrency=settings.concurrency,
+            policy=settings.retry,
+            on_success=recorder.on_success,
+            on_failure=recorder.on_failure,
+            on_retry=recorder.on_retry,
+            fail_fast=settings.fail_fast,
+            confirm=self.guard.healthy if self.guard is not None else None,
+        )
 
-    def on_success(row: dict[str, Any], result: dict[str, Any]) -> None:
-        agent = row[keys.AGENT_REF]["name"]
-        result[keys.ENVIRONMENT_SERVER] = relays.get(agent) or relay_name(agent, None)
-        result[keys.RESULT_TYPE] = LEGACY_RESULT_TYPE
-        result[keys.NG_PERF] = perf_of(result, latencies.pop(id(result), None))
-        rollouts.write(result)
-        progress.success(row[keys.AGENT_REF]["name"], float(result[keys.REWARD]))
-        if prior.attempts:
-            key = key_of(row, "materialized row")
-            if key in prior.attempts:
-                recovered.add(key)
+    def _on_death(self, message: str) -> None:
+        self.dispatcher.stop(message)
 
-    def on_failure(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
-        failures.write(failure_row(row, failure, attempts))
-        progress.failure()
+    async def dispatch(
+        self,
+        prior: PriorRun,
+        progress: CollectionProgress,
+        adaptive: AdaptivePolicy | None,
+        add_seed: bool,
+        out: IO[str],
+    ) -> tuple[DispatchStats, RoundsResult | None]:
+        """The pending rows, then (adaptive) the rounds; returns the stats and the rounds' result."""
+        settings, outputs = self.settings, self.outputs
+        pending = pending_rows(
+            outputs.materialized,
+            prior,
+            max_attempts=settings.retry.max_attempts,
+            retry_failed=settings.retry_failed,
+        )
+        rounds: RoundsResult | None = None
+        async with self.client, contextlib.AsyncExitStack() as stack:
+            if self.watch is not None:
+                await stack.enter_async_context(self.watch)
+            with progress:
+                stats = await self.dispatcher.run(pending)
+                if adaptive is not None:
+                    rounds = await run_rounds(
+                        adaptive,
+                        outputs.materialized,
+                        outputs.rollouts,
+                        add_seed=add_seed,
+                        dispatch=self.dispatcher.run,
+                        keep_going=lambda: self.dispatcher.stop_reason is None,
+                        on_added=progress.grow,
+                        out=out,
+                    )
+        return stats, rounds
 
-    def on_retry(row: dict[str, Any], failure: AttemptFailure, attempts: int) -> None:
-        progress.retry()
-        if guard is not None:
-            guard.alarm()
 
-    client = AgentClient(
-        agent_urls,
-        rollout_timeout_s=settings.rollout_timeout_s,
-        max_connections=settings.concurrency,
-        headers=headers,
-        replicas=agent_urls.replicas if isinstance(agent_urls, AgentDirectory) else None,
-    )
-    if isinstance(agent_urls, AgentDirectory):
-        guard = agent_urls.guard
-        if guard is None and agent_urls.head_url:
-
-            def on_death(message: str) -> None:
-                dispatcher.stop(message)  # bound below, before the watch starts
-
-            watch = HeadWatch(agent_urls.head_url, headers=headers, on_death=on_death)
-            guard = watch
-    dispatcher = Dispatcher(
-        send=send,
-        concurrency=settings.concurrency,
-        policy=settings.retry,
-        on_success=on_success,
-        on_failure=on_failure,
-        on_retry=on_retry,
-        fail_fast=settings.fail_fast,
-        confirm=guard.healthy if guard is not None else None,
-    )
-    if on_dispatcher is not None:
-        on_dispatcher(dispatcher)
+@contextlib.contextmanager
+def _signals_stop(dispatcher: Dispatcher) -> Iterator[None]:
+    """SIGINT / SIGTERM stop the dispatcher ("interrupted"); a second one raises KeyboardInterrupt."""
     loop = asyncio.get_running_loop()
     interrupts = {"count": 0}
 
@@ -195,44 +215,26 @@ async def _collect(
         if interrupts["count"] > 1:
             raise KeyboardInterrupt
 
-    rounds: RoundsResult | None = None
-    pending = pending_rows(
-        outputs.materialized,
-        prior,
-        max_attempts=settings.retry.max_attempts,
-        retry_failed=settings.retry_failed,
-    )
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, on_signal)
-        async with client, contextlib.AsyncExitStack() as stack:
-            if watch is not None:
-                await stack.enter_async_context(watch)
-            with progress:
-                stats = await dispatcher.run(pending)
-                if adaptive is not None:
-                    rounds = await run_rounds(
-                        adaptive,
-                        outputs.materialized,
-                        outputs.rollouts,
-                        add_seed=add_seed,
-                        dispatch=dispatcher.run,
-                        keep_going=lambda: dispatcher.stop_reason is None,
-                        on_added=progress.grow,
-                        out=out,
-                    )
-                    total += rounds.added
+        yield
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        rollouts.close()
-        failures.close()
-    if recovered:
-        drop_failures(outputs.failures, recovered)
-    if rounds is not None and rounds.summary:
-        out.write(rounds.summary + "\n")
 
-    aggregate: list[dict[str, Any]] | None = None
+
+async def _close(
+    settings: CollectSettings,
+    outputs: RunOutputs,
+    run: _Run,
+    agent_urls: Mapping[str, str],
+    headers: Mapping[str, str] | None,
+    out: IO[str],
+    streamed: StreamedGroups | None,
+) -> list[dict[str, Any]] | None:
+    """Say why the run stopped, or (finished) compute and write the aggregate metrics."""
+    guard, stop_reason = run.guard, run.dispatcher.stop_reason
     death = guard.death if guard is not None else None
     if death is not None:
         assert guard is not None
@@ -240,20 +242,21 @@ async def _collect(
             f"\nStopped: {death}.\nCompleted rollouts are saved in {outputs.rollouts}; the rollouts this "
             f"stopped are not recorded as failures.\n{guard.resume_hint}\n"
         )
-    elif dispatcher.stop_reason == "interrupted":
+    elif stop_reason == "interrupted":
         pass  # the summary says it: "Interrupted: N of M rollouts stored …" (format_summary)
-    elif dispatcher.stop_reason is not None:
+    elif stop_reason is not None:
         out.write(
-            f"\nStopped ({dispatcher.stop_reason}). Completed rollouts are saved in {outputs.rollouts}.\n"
+            f"\nStopped ({stop_reason}). Completed rollouts are saved in {outputs.rollouts}.\n"
             f"Resume with the same command plus --resume.\n"
         )
     elif not settings.disable_aggregation:
-        groups = group_by_agent([outputs.rollouts])
+        groups = streamed.groups() if streamed is not None else group_by_agent([outputs.rollouts])
         if groups:
             aggregate = await compute_aggregate_metrics(groups, agent_urls, headers=headers)
             write_aggregate_metrics(outputs.aggregate_metrics, aggregate)
             out.write(format_key_metrics(aggregate) + "\n")
-    return CollectSummary(outputs, total, resumed_done, stats, dispatcher.stop_reason, aggregate)
+            return aggregate
+    return None
 
 
 def _headline(summary: CollectSummary) -> str:

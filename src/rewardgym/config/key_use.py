@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from rewardgym.errors import ConfigError
 
-_RUN = "cli/run_cmd.py"
+_RUN = "cli/run_options.py"
 _RUN_SETTINGS = "cli/run_settings.py"
 _TRACKERS = "cli/run_trackers.py"
 _PORTS = "config/ports.py"

@@ -3,9 +3,14 @@
 - Run an environment: in-process (call ``await server.verify(Request(...))`` on a server object) or as a
   server on a real 127.0.0.1 port with :class:`ThreadedServer` (the ``serve`` pytest fixture does it and
   stops it after the test); :func:`serve_agent` puts a ``simple_agent`` in front of it.
-- A scripted model: :class:`OpenAIStub` is a real OpenAI-compatible upstream (Responses and Chat Completions)
-  that answers from a script and records requests (the ``scripted_model`` fixture starts one);
-  :class:`ScriptedModelServer` is the same idea as one of our model servers, in-process.
+- Verifier cases as data: :func:`load_cases` reads an environment's ``verifier_cases.jsonl`` and
+  :func:`check_cases` runs them over HTTP (:mod:`rewardgym.testing.cases`).
+- A scripted model: :class:`ScriptedModel` is the ``scripted`` model type (``gym eval run --model-type
+  scripted``), answering from a list of replies or a function in its own process — serve it next to the
+  environment and :func:`serve_agent` for a whole episode without any other process.
+  :class:`OpenAIStub` is a real OpenAI-compatible upstream (Responses and Chat Completions) that answers
+  from a script and records requests (the ``scripted_model`` fixture starts one), for testing a model
+  server; :class:`ScriptedModelServer` pops whole turns and records the requests, in-process.
 - Compatibility with recorded rollouts: :func:`match_recorded` + :func:`replay_recorded_rollouts` (through
   ``/verify``) and :func:`replay_through_agent` (whole episodes, the model replaying the recorded turns), with
   declared ``known_differences``.
@@ -19,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rewardgym.launch.serve import ThreadedServer
+from rewardgym.models.scripted import ScriptedModel
+from rewardgym.testing.cases import VerifierCase, check_cases, load_cases
 from rewardgym.testing.checks import (
     COLLECTOR_COLUMNS,
     ScriptedModelServer,
@@ -51,13 +58,17 @@ __all__ = [
     "ReplayMismatch",
     "Reply",
     "Scripted",
+    "ScriptedModel",
     "ScriptedModelServer",
     "Serve",
     "StubState",
     "ThreadedServer",
+    "VerifierCase",
     "assert_echoed",
     "call",
+    "check_cases",
     "function_call",
+    "load_cases",
     "match_recorded",
     "message",
     "model_turns",

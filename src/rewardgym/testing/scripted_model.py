@@ -1,8 +1,10 @@
 """A scripted model: a real, fast OpenAI-compatible upstream that answers from a script and records what it
 receives (``rewardgym.testing`` re-exports it; the ``scripted_model`` pytest fixture starts one per test).
 
-Run it as a process (``python -m rewardgym.testing.scripted_model --port P [--mode M] [--text T]``) or with
-:func:`start_stub` (a real 127.0.0.1 port). It is a bare ASGI app (no framework) so that an answer costs well
+Run it as a process (``python -m rewardgym.testing.stub_server --port P [--mode M] [--text T]``) or with
+:func:`start_stub` (a real 127.0.0.1 port). An environment author who needs *a model* rather than an upstream
+uses the ``scripted`` model type (:mod:`rewardgym.models.scripted`: ``--model-type scripted``), which answers
+in the model server's own process. It is a bare ASGI app (no framework) so that an answer costs well
 under 0.5 ms; it is also the benchmark upstream.
 
 Endpoints:
@@ -268,7 +270,3 @@ def main(argv: list[str] | None = None) -> None:
         loop="uvloop",
         http="httptools",
     )
-
-
-if __name__ == "__main__":
-    main()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -31,7 +30,6 @@ from rewardgym.testing import (
 )
 from rewardgym.testing.items import function_call as _call
 from rewardgym.testing.items import message as _message
-from rewardgym.testing.items import response as _response
 
 NAME = "example_tool_call_multireward"
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,38 +74,6 @@ def test_tool_over_http(env: ThreadedServer) -> None:
     missing = call(env.url, "POST", "/get_weather", json={"town": "Oslo"})
     assert missing.status == 422
     assert ["body", "city"] in [d["loc"] for d in missing.json()["detail"]]
-
-
-def test_bad_verify_input(env: ThreadedServer) -> None:
-    missing = call(env.url, "POST", "/verify", json=ROW)
-    assert missing.status == 422
-    assert ["body", "response"] in [d["loc"] for d in missing.json()["detail"]]
-    wrong_type = call(env.url, "POST", "/verify", json=ROW | {"expected_call": [], "response": _response([])})
-    assert wrong_type.status == 422
-    assert ["body", "expected_call"] in [d["loc"] for d in wrong_type.json()["detail"]]
-
-
-@pytest.mark.parametrize(
-    ("output", "components"),
-    [
-        ([], (0.0, 0.0, 0.0)),
-        ([{"type": "reasoning", "id": "rs", "summary": []}], (0.0, 0.0, 0.0)),
-        ([_call("c", "get_weather", '{"city": "San Francisco"}')], (1.0, 1.0, 1.0)),
-        ([_call("c", "get_weather", "{not valid json")], (0.0, 0.0, 1.0)),
-    ],
-    ids=["empty", "reasoning-only", "call-only", "invalid-call-only"],
-)
-def test_no_assistant_message(
-    env: ThreadedServer, output: list[dict[str, Any]], components: tuple[float, float, float]
-) -> None:
-    reply = call(env.url, "POST", "/verify", json=ROW | {"response": _response(output)})
-    assert reply.status == 200
-    answer = reply.json()
-    assert (answer["correctness"], answer["schema_valid"], answer["format"]) == components
-    assert answer["reward"] == sum(components)
-    assert answer["reward_components"] == dict(
-        zip(("correctness", "schema_valid", "format"), components, strict=True)
-    )
 
 
 def test_aggregate_metrics(env: ThreadedServer) -> None:

@@ -25,7 +25,6 @@ from rewardgym.environments.structured_outputs.tests.test_structured_outputs imp
 )
 from rewardgym.environments.structured_outputs.verifier import DescriptiveFields
 from rewardgym.errors import ConfigError
-from rewardgym.http.client import HttpClient
 from rewardgym.launch.child_spec import server_class
 from rewardgym.launch.from_config import child_specs, validate_specs
 from rewardgym.launch.serve import ThreadedServer
@@ -166,32 +165,6 @@ async def test_malformed_tool_arguments_go_back_to_the_model(
     assert "Invalid tool call arguments" in error and "JSONDecodeError" in error
     assert len(model.requests) == 2
     assert (ours["reward"], ours["error_type"]) == (0.0, "tool_arguments_parse_error")
-
-
-async def test_missing_schema_is_422_naming_it(world: dict[str, Any]) -> None:
-    row = {k: v for k, v in EXAMPLE_ROWS[0].items() if k != "schema_str"}
-    reply = await post(f"{world['env']}/verify", {**row, "response": ROLLOUTS[0]["response"]})
-    assert reply.status == 422
-    assert ["body", "schema_str"] in [entry["loc"] for entry in reply.json()["detail"]]
-
-
-@pytest.mark.parametrize(
-    ("mode", "error_type"), [("text", "empty_response"), ("tool_call", "missing_tool_call")]
-)
-async def test_no_assistant_message_scores_zero_with_a_reason(
-    world: dict[str, Any], mode: str, error_type: str
-) -> None:
-    row = {**EXAMPLE_ROWS[0], "response_mode": mode}
-    response = {"id": "r", "created_at": 0.0, "model": "m", "output": [{"type": "reasoning", "summary": []}]}
-    reply = await post(f"{world['env']}/verify", {**row, "response": response})
-    assert reply.status == 200
-    assert (reply.json()["reward"], reply.json()["error_type"]) == (0.0, error_type)
-
-
-async def test_reverify_mode_is_stateless(world: dict[str, Any]) -> None:
-    async with HttpClient() as http:
-        reply = await http.get(f"{world['env']}/reverify_mode")
-    assert reply.json() == "stateless"
 
 
 def test_registered_and_shipped_config_serves_the_rows_agent_ref(tmp_path: Path) -> None:
