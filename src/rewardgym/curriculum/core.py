@@ -1,0 +1,397 @@
+"""The curriculum: which tasks a trainer should roll out next, learned from the rewards it reports.
+
+Contract (in process; ``gym curriculum serve`` puts the same object behind HTTP):
+
+- ``Curriculum(rows, policy=…, group_size=8, seed=0, state_path=None, …)`` over the dataset's rows (a
+  sequence of mappings, or an ``int`` for rows that are only their index). Task ``i`` is ``rows[i]``.
+- :meth:`Curriculum.next_batch` ``(n, group_size=None)`` → up to ``n`` distinct rows, each a copy of the
+  dataset's row with ``_ng_task_index``; every call is one *step* (the unit of the half-life).
+- :meth:`Curriculum.report` ``(task_index, rewards)`` → whether the group was informative (its rewards
+  not all equal: GRPO learns only from those; a trainer that drops the others is doing DAPO's dynamic
+  sampling). It updates the task's discounted passes / failures (a reward ≥ ``pass_threshold`` passes).
+- :meth:`Curriculum.state` → :class:`~rewardgym.curriculum.status.CurriculumState`.
+- Refused, with the state unchanged: an unknown task index, a report for a task with no served group
+  waiting (a duplicate), an empty group, a NaN / infinite reward or one outside ``reward_range`` —
+  :mod:`rewardgym.curriculum.errors`. :meth:`Curriculum.report_groups` checks every group of a call
+  before it applies any.
+- With ``state_path``, every answered call is in the journal before it returns and the arrays are
+  snapshotted every ``save_every`` reports (:mod:`rewardgym.curriculum.store`); a new ``Curriculum`` on the
+  same path resumes where the last one stopped (same dataset: checked by a fingerprint).
+- The pool prior of the posterior model is refitted from the discounted counts every
+  :data:`REFIT_EVERY` reports (empirical Bayes, :func:`rewardgym.stats.prior.fit_pool_prior`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rewardgym.curriculum.errors import BadReward, DuplicateReport, StateFileError, UnknownTask
+from rewardgym.curriculum.policy import Indices, Policy, policy_class
+from rewardgym.curriculum.state import PENDING_MAX, TaskArrays
+from rewardgym.curriculum.status import CurriculumState
+from rewardgym.curriculum.store import (
+    FORMAT,
+    Journal,
+    JournalEntry,
+    entries_after,
+    journal_path,
+    read_journal,
+    read_snapshot,
+    write_snapshot,
+)
+from rewardgym.curriculum.table import SignalTable, quantize, signal_table
+from rewardgym.errors import UsageError
+from rewardgym.stats.prior import GridPrior, fit_pool_prior
+
+DEFAULT_HALF_LIFE = 100.0
+"""Steps after which a reported group counts half (see docs/curriculum.md for the benchmark behind it)."""
+DEFAULT_SAVE_EVERY = 1000
+REFIT_EVERY = 2048
+"""Reports between two refits of the pool prior."""
+
+Rows = Sequence[Mapping[str, Any]] | int
+
+
+def _fingerprint(rows: Rows, size: int) -> str:
+    """A cheap identity of the dataset: its size and its first and last rows."""
+    if isinstance(rows, int):
+        sample: list[Any] = []
+    else:
+        sample = [rows[i] for i in sorted({*range(min(4, size)), *range(max(0, size - 4), size)})]
+    text = json.dumps([size, sample], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class Curriculum:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        rows: Rows,
+        policy: str = "expected-signal",
+        group_size: int = 8,
+        seed: int = 0,
+        state_path: str | Path | None = None,
+        *,
+        half_life: float = DEFAULT_HALF_LIFE,
+        reward_range: tuple[float, float] = (0.0, 1.0),
+        pass_threshold: float | None = None,
+        passes: npt.ArrayLike | None = None,
+        failures: npt.ArrayLike | None = None,
+        save_every: int = DEFAULT_SAVE_EVERY,
+        fsync: bool = False,
+        domain_key: str | None = None,
+        policy_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.rows = rows
+        size = rows if isinstance(rows, int) else len(rows)
+        if size < 1:
+            raise UsageError("curriculum: the dataset has no rows")
+        if int(group_size) < 1:
+            raise UsageError(f"curriculum: group_size must be ≥ 1, got {group_size}")
+        if not half_life > 0:
+            raise UsageError(
+                f"curriculum: half_life must be > 0 steps (inf: no discounting), got {half_life}"
+            )
+        low, high = (float(v) for v in reward_range)
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise UsageError(
+                f"curriculum: reward_range must be two finite numbers low < high, got {reward_range}"
+            )
+        self.reward_range = (low, high)
+        self.pass_threshold = high if pass_threshold is None else float(pass_threshold)
+        self.group_size = int(group_size)
+        self.seed = int(seed)
+        self.half_life = float(half_life)
+        self.save_every = max(1, int(save_every))
+        self.rng = np.random.default_rng(self.seed)
+        self.step = 0
+        self.seq = 0
+        self.reports = 0
+        self.informative_total = 0
+        self.arrays = TaskArrays.empty(size)
+        self.fingerprint = _fingerprint(rows, size)
+        self._domain_key = domain_key
+        self._domains: dict[str, Indices] | None = None
+        self._tables: dict[int, SignalTable] = {}
+        self._since_save = 0
+        self._since_refit = 0
+        if passes is not None or failures is not None:
+            self._seed_counts(passes, failures)
+        self.prior = self._fit_prior()
+        self.policy_name = policy
+        self.policy: Policy = policy_class(policy)(self, dict(policy_options or {}))
+        self.state_path = Path(state_path) if state_path is not None else None
+        self._journal: Journal | None = None
+        if self.state_path is not None:
+            self._open_store(self.state_path, fsync)
+
+    # ---- what policies read -------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self.arrays.size
+
+    def table(self, group: int) -> SignalTable:
+        found = self._tables.get(group)
+        if found is None:
+            found = self._tables[group] = signal_table(self.prior, group)
+        return found
+
+    def domain_members(self) -> dict[str, Indices] | None:
+        """Task indices per domain (``rows[i][domain_key]``), or ``None`` without a ``domain_key``."""
+        if self._domain_key is None or isinstance(self.rows, int):
+            return None
+        if self._domains is None:
+            labels = np.array([str(self.rows[i].get(self._domain_key, "")) for i in range(self.size)])
+            self._domains = {
+                str(label): np.flatnonzero(labels == label).astype(np.int64) for label in np.unique(labels)
+            }
+        return self._domains
+
+    # ---- the API ------------------------------------------------------------------------------------
+    def next_indices(self, n: int, group_size: int | None = None) -> Indices:
+        """:meth:`next_batch` without building the rows (for simulators and samplers)."""
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise UsageError(f"next_batch: n must be a positive integer, got {n!r}")
+        group = self.group_size if group_size is None else group_size
+        if isinstance(group, bool) or not isinstance(group, int | np.integer) or group < 1:
+            raise UsageError(f"next_batch: group_size must be a positive integer, got {group!r}")
+        tasks = np.asarray(self.policy.select(int(n), int(group)), dtype=np.int64)
+        self._apply_batch(tasks)
+        self._log({"op": "batch", "tasks": tasks.tolist()})
+        return tasks
+
+    def next_batch(self, n: int, group_size: int | None = None) -> list[dict[str, Any]]:
+        """Up to ``n`` distinct rows to roll out next, each with its ``_ng_task_index``."""
+        return [self.row(int(task)) for task in self.next_indices(n, group_size)]
+
+    def row(self, task: int) -> dict[str, Any]:
+        base: dict[str, Any] = {} if isinstance(self.rows, int) else dict(self.rows[task])
+        base["_ng_task_index"] = task
+        return base
+
+    def report(self, task_index: int, rewards: Iterable[float]) -> bool:
+        """Take one group's rewards; returns whether the group was informative (module doc)."""
+        return self.report_groups([(task_index, rewards)])[0]
+
+    def report_groups(self, groups: Iterable[tuple[int, Iterable[float]]]) -> list[bool]:
+        """Several groups at once: all are checked before any is applied (one error, nothing changed)."""
+        checked = self._check_groups(list(groups))
+        return [self._take(task, values, log=True) for task, values in checked]
+
+    def state(self, tasks: npt.ArrayLike | None = None) -> CurriculumState:
+        """The posterior and the counters of ``tasks`` (every task by default)."""
+        index = np.arange(self.size, dtype=np.int64) if tasks is None else self._check_tasks(tasks)
+        a = self.arrays
+        succ, fail = a.counts_at(index, self.step, self.half_life)
+        table = self.table(self.group_size)
+        qs, qf = quantize(succ), quantize(fail)
+        share = self.informative_total / self.reports if self.reports else math.nan
+        return CurriculumState(
+            step=self.step,
+            policy=self.policy_name,
+            group_size=self.group_size,
+            half_life=self.half_life,
+            reports=self.reports,
+            informative_share=share,
+            prior=self.prior.as_dict(),
+            tasks=index,
+            served=a.served[index].astype(np.int64),
+            reported=a.groups[index].astype(np.int64),
+            informative=a.informative[index].astype(np.int64),
+            passes=succ.astype(np.float64),
+            failures=fail.astype(np.float64),
+            pass_mean=table.pass_mean[qs, qf].astype(np.float64),
+            p_informative=table.mean[qs, qf].astype(np.float64),
+        )
+
+    def save(self) -> None:
+        """Snapshot now (atomically) and empty the journal; a no-op without ``state_path``."""
+        if self.state_path is None or self._journal is None:
+            return
+        meta = {
+            "format": FORMAT,
+            "size": self.size,
+            "fingerprint": self.fingerprint,
+            "step": self.step,
+            "seq": self.seq,
+            "reports": self.reports,
+            "informative_total": self.informative_total,
+            "policy": self.policy_name,
+            "policy_state": self.policy.state(),
+            "prior_weight": self.prior.weight.tolist(),
+        }
+        write_snapshot(self.state_path, meta, self.arrays.as_dict())
+        self._journal.clear()
+        self._since_save = 0
+
+    def close(self) -> None:
+        """Snapshot and release the journal."""
+        if self._journal is not None:
+            self.save()
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> Curriculum:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # ---- internals ----------------------------------------------------------------------------------
+    def _check_tasks(self, tasks: npt.ArrayLike) -> Indices:
+        index = np.asarray(tasks)
+        if index.ndim != 1 or (index.size and index.dtype.kind not in "iu"):
+            raise UnknownTask("state: tasks must be a list of task indices")
+        bad = index[(index < 0) | (index >= self.size)]
+        if bad.size:
+            raise UnknownTask(f"state: unknown task index {int(bad[0])} (tasks are 0 … {self.size - 1})")
+        return index.astype(np.int64)
+
+    def _check_groups(self, groups: list[tuple[int, Iterable[float]]]) -> list[tuple[int, list[float]]]:
+        low, high = self.reward_range
+        waiting: dict[int, int] = {}
+        checked = []
+        for given, rewards in groups:
+            if (
+                isinstance(given, bool)
+                or not isinstance(given, int | np.integer)
+                or not 0 <= given < self.size
+            ):
+                raise UnknownTask(f"report: unknown task index {given!r} (tasks are 0 … {self.size - 1})")
+            task = int(given)
+            try:
+                items = list(rewards)
+                values = [float(r) for r in items if not isinstance(r, bool | str | bytes)]
+            except (TypeError, ValueError):
+                raise BadReward(f"report: task {task}: rewards must be a list of numbers") from None
+            if not values or len(values) != len(items):
+                raise BadReward(f"report: task {task}: rewards must be a non-empty list of numbers")
+            for value in values:
+                if not math.isfinite(value):
+                    raise BadReward(f"report: task {task}: reward {value} is not a finite number")
+                if not low <= value <= high:
+                    raise BadReward(
+                        f"report: task {task}: reward {value} is outside the declared range [{low}, {high}]"
+                    )
+            left = waiting.get(task, int(self.arrays.pending[task]))
+            if left < 1:
+                raise DuplicateReport(
+                    f"report: task {task} has no served group waiting for rewards "
+                    "(reported twice, or never served)"
+                )
+            waiting[task] = left - 1
+            checked.append((task, values))
+        return checked
+
+    def _take(self, task: int, rewards: list[float], *, log: bool) -> bool:
+        passes = float(sum(1 for r in rewards if r >= self.pass_threshold))
+        failures = float(len(rewards)) - passes
+        informative = max(rewards) > min(rewards)
+        a = self.arrays
+        a.add_group(task, self.step, self.half_life, passes, failures)
+        a.groups[task] += 1
+        a.pending[task] -= 1
+        if informative:
+            a.informative[task] += 1
+            a.streak[task] = 0
+        else:
+            a.streak[task] = min(int(a.streak[task]) + 1, 32767)
+            a.easy[task] = passes > 0
+        self.reports += 1
+        self.informative_total += int(informative)
+        self.policy.observe(task, passes, failures, informative)
+        if log:
+            self._log({"op": "report", "task": task, "rewards": rewards})
+        self._since_refit += 1
+        if self._since_refit >= REFIT_EVERY:
+            self.prior = self._fit_prior()
+        self._since_save += 1
+        if log and self._journal is not None and self._since_save >= self.save_every:
+            self.save()
+        return informative
+
+    def _apply_batch(self, tasks: Indices) -> None:
+        a = self.arrays
+        a.served[tasks] += 1
+        a.pending[tasks] = np.minimum(a.pending[tasks].astype(np.int64) + 1, PENDING_MAX).astype(np.uint16)
+        self.step += 1
+
+    def _log(self, entry: dict[str, Any]) -> None:
+        self.seq += 1
+        if self._journal is not None:
+            self._journal.append({"seq": self.seq, **entry})
+
+    def _seed_counts(self, passes: npt.ArrayLike | None, failures: npt.ArrayLike | None) -> None:
+        s = np.asarray(passes if passes is not None else np.zeros(self.size), dtype=np.float64)
+        f = np.asarray(failures if failures is not None else np.zeros(self.size), dtype=np.float64)
+        if s.shape != (self.size,) or f.shape != (self.size,):
+            raise UsageError(
+                f"curriculum: passes and failures must each have one entry per task ({self.size})"
+            )
+        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(f)) and s.min() >= 0 and f.min() >= 0):
+            raise UsageError("curriculum: passes and failures must be finite counts ≥ 0")
+        self.arrays.seed_counts(s, f)
+
+    def _fit_prior(self) -> GridPrior:
+        """The pool prior from every task's discounted counts (rounded to whole rollouts)."""
+        self._since_refit = 0
+        self._tables = {}
+        everyone = np.arange(self.size)
+        succ, fail = self.arrays.counts_at(everyone, self.step, self.half_life)
+        s = np.rint(succ).astype(np.int64)
+        n = s + np.rint(fail).astype(np.int64)
+        return fit_pool_prior(n, s)
+
+    def _open_store(self, path: Path, fsync: bool) -> None:
+        journal = journal_path(path)
+        if path.exists():
+            self._restore(path)
+        entries, valid = read_journal(journal)
+        self._journal = Journal(journal, valid, fsync=fsync)
+        for entry in entries_after(entries, self.seq):
+            self._replay(entry, journal)
+        if not path.exists() or self.seq > 0:
+            self.save()
+
+    def _restore(self, path: Path) -> None:
+        snap = read_snapshot(path)
+        meta = snap.meta
+        if meta.get("size") != self.size or meta.get("fingerprint") != self.fingerprint:
+            raise StateFileError(
+                f"{path}: this state belongs to another dataset ({meta.get('size')} tasks, fingerprint "
+                f"{meta.get('fingerprint')}; this one has {self.size} tasks, {self.fingerprint})"
+            )
+        arrays = TaskArrays.from_dict(snap.arrays, self.size)
+        weight = np.asarray(meta.get("prior_weight", []), dtype=np.float64)
+        if isinstance(arrays, str) or weight.shape != self.prior.weight.shape:
+            why = arrays if isinstance(arrays, str) else "the prior's weights do not fit"
+            raise StateFileError(f"{path}: not a usable curriculum state: {why}")
+        self.arrays = arrays
+        self.step, self.seq = int(meta["step"]), int(meta["seq"])
+        self.reports, self.informative_total = int(meta["reports"]), int(meta["informative_total"])
+        self.prior = GridPrior(self.prior.support, weight, self.prior.fit)
+        self._tables = {}
+        if meta.get("policy") == self.policy_name:
+            self.policy.restore(meta.get("policy_state") or {})
+
+    def _replay(self, entry: JournalEntry, journal: Path) -> None:
+        try:
+            if entry.op == "batch":
+                tasks = self._check_tasks(np.asarray(entry.body["tasks"], dtype=np.int64))
+                self._apply_batch(tasks)
+                self.policy.replayed(tasks)
+            else:
+                task, values = self._check_groups([(entry.body["task"], entry.body["rewards"])])[0]
+                self._take(task, values, log=False)
+        except (KeyError, TypeError, ValueError, UnknownTask, BadReward, DuplicateReport) as exc:
+            raise StateFileError(f"{journal}: entry {entry.seq} does not replay: {exc}") from None
+        self.seq = entry.seq
