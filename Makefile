@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "[install 2/3] rewardgym and its dependencies (a line per package; ≈ 2-3 min the first time)"
-	@bash -o pipefail -c "$(BIN)/python -m pip install --progress-bar off -e '.[dev]' \
+	@bash -o pipefail -c "$(BIN)/python -m pip install --progress-bar off -e '.[dev,train]' \
 		| { grep --line-buffered -E '^(Collecting|Successfully installed)' || true; } | cut -c1-100"
 	@echo "[install 3/3] Debian's chromium for the report's browser tests (only when absent)"
 	@test -x $(CHROMIUM) || { echo "Installing Debian's chromium (for the report's browser tests)"; \
