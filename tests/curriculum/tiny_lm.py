@@ -6,7 +6,11 @@ libraries accept: a two-layer Llama of width 16 over a vocabulary of a few chara
 
 from __future__ import annotations
 
+import os
 from typing import Any, cast
+
+# Nothing here comes from the hub; set before transformers / huggingface_hub read it (at their import).
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789 ?:>"
 SPECIALS = ("<pad>", "<eos>", "<unk>")
@@ -16,12 +20,12 @@ CHAT_TEMPLATE = (
 )
 
 
-def tokenizer() -> Any:
-    """A ``PreTrainedTokenizerFast`` with one token per character of :data:`CHARACTERS`."""
+def tokenizer(characters: str = CHARACTERS) -> Any:
+    """A ``PreTrainedTokenizerFast`` with one token per character of ``characters``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {token: index for index, token in enumerate((*SPECIALS, *CHARACTERS))}
+    vocab = {token: index for index, token in enumerate((*SPECIALS, *characters))}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
     core.decoder = decoders.Fuse()
