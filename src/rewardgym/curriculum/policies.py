@@ -44,8 +44,16 @@ class Uniform(Policy):
             wanted -= part.shape[0]
             if self.position >= order.shape[0]:
                 self.epoch, self.position, self._order = self.epoch + 1, 0, None
-        tasks = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        return np.asarray(tasks, dtype=np.int64)
+        if len(parts) < 2:
+            return np.asarray(parts[0] if parts else np.zeros(0, np.int64), dtype=np.int64)
+        tasks = np.concatenate(parts)  # across an epoch's end: a task of both epochs is served once
+        _, first = np.unique(tasks, return_index=True)
+        return np.asarray(tasks[np.sort(first)], dtype=np.int64)
+
+    def untake(self, count: int) -> None:
+        """Give back the last ``count`` tasks taken (within the current epoch; else they stay taken)."""
+        if 0 < count <= self.position:
+            self.position -= count
 
     def select(self, n: int, group: int) -> Indices:
         return self.take(n)
