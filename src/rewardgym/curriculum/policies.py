@@ -33,22 +33,23 @@ class Uniform(Policy):
         return self._order
 
     def take(self, n: int) -> Indices:
-        """The next ``n`` tasks of the walk (distinct while ``n`` ≤ the number of tasks)."""
-        parts: list[Indices] = []
+        """The next ``min(n, tasks)`` distinct tasks of the walk. Across an epoch's end, the new epoch's
+        tasks already in this batch are passed over (served at the old epoch's end, they count for both)."""
         wanted = min(n, self.host.size)
-        while wanted > 0:
-            order = self._permutation()
-            part = order[self.position : self.position + wanted]
-            parts.append(part)
-            self.position += part.shape[0]
-            wanted -= part.shape[0]
-            if self.position >= order.shape[0]:
-                self.epoch, self.position, self._order = self.epoch + 1, 0, None
-        if len(parts) < 2:
-            return np.asarray(parts[0] if parts else np.zeros(0, np.int64), dtype=np.int64)
-        tasks = np.concatenate(parts)  # across an epoch's end: a task of both epochs is served once
-        _, first = np.unique(tasks, return_index=True)
-        return np.asarray(tasks[np.sort(first)], dtype=np.int64)
+        order = self._permutation()
+        first = order[self.position : self.position + wanted]
+        self.position += first.shape[0]
+        if self.position >= order.shape[0]:
+            self.epoch, self.position, self._order = self.epoch + 1, 0, None
+        wanted -= first.shape[0]
+        if wanted == 0:
+            return np.asarray(first, dtype=np.int64)
+        order = self._permutation()
+        ahead = order[: wanted + first.shape[0]]
+        fresh = ~np.isin(ahead, first)
+        stop = int(np.searchsorted(np.cumsum(fresh), wanted)) + 1
+        self.position = stop
+        return np.asarray(np.concatenate([first, ahead[:stop][fresh[:stop]]]), dtype=np.int64)
 
     def untake(self, count: int) -> None:
         """Give back the last ``count`` tasks taken (within the current epoch; else they stay taken)."""
