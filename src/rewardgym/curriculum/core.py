@@ -17,8 +17,9 @@ Contract (in process; ``gym curriculum serve`` puts the same object behind HTTP)
 - With ``state_path``, every answered call is in the journal before it returns and the arrays are
   snapshotted every ``save_every`` reports (:mod:`rewardgym.curriculum.store`); a new ``Curriculum`` on the
   same path resumes where the last one stopped (same dataset: checked by a fingerprint).
-- The pool prior of the posterior model is refitted from the discounted counts every
-  :data:`REFIT_EVERY` reports (empirical Bayes, :func:`rewardgym.stats.prior.fit_pool_prior`).
+- The pool prior of the posterior model starts as the profile's (cold start: fitted to its counts) or
+  :data:`~rewardgym.stats.prior.UNIFORM_PRIOR`; from nothing, it is refitted every :data:`REFIT_EVERY`
+  reports to the first groups of tasks never seen before (:mod:`rewardgym.curriculum.firstlook` says why).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rewardgym.curriculum.errors import BadReward, DuplicateReport, StateFileError, UnknownTask
+from rewardgym.curriculum.firstlook import FirstLooks
 from rewardgym.curriculum.policy import Indices, Policy, policy_class
 from rewardgym.curriculum.state import PENDING_MAX, TaskArrays
 from rewardgym.curriculum.status import CurriculumState
@@ -53,6 +55,9 @@ from rewardgym.stats.prior import GridPrior, fit_pool_prior
 
 DEFAULT_HALF_LIFE = 100.0
 """Steps after which a reported group counts half (see docs/curriculum.md for the benchmark behind it)."""
+DEFAULT_CARRY = 0.5
+"""Share of a task's older evidence kept when a new group of it is reported: training on a prompt moves
+that prompt's pass rate most, so its last groups say more than its first (docs/curriculum.md)."""
 DEFAULT_SAVE_EVERY = 1000
 REFIT_EVERY = 2048
 """Reports between two refits of the pool prior."""
@@ -82,6 +87,7 @@ class Curriculum:
         state_path: str | Path | None = None,
         *,
         half_life: float = DEFAULT_HALF_LIFE,
+        carry: float = DEFAULT_CARRY,
         reward_range: tuple[float, float] = (0.0, 1.0),
         pass_threshold: float | None = None,
         passes: npt.ArrayLike | None = None,
@@ -111,6 +117,9 @@ class Curriculum:
         self.group_size = int(group_size)
         self.seed = int(seed)
         self.half_life = float(half_life)
+        if not 0.0 < float(carry) <= 1.0:
+            raise UsageError(f"curriculum: carry must be in (0, 1], got {carry}")
+        self.carry = float(carry)
         self.save_every = max(1, int(save_every))
         self.rng = np.random.default_rng(self.seed)
         self.step = 0
@@ -124,7 +133,9 @@ class Curriculum:
         self._tables: dict[int, SignalTable] = {}
         self._since_save = 0
         self._since_refit = 0
-        if passes is not None or failures is not None:
+        self.first_looks = FirstLooks()
+        self._seeded = passes is not None or failures is not None
+        if self._seeded:
             self._seed_counts(passes, failures)
         self.prior = self._fit_prior()
         self.policy_name = policy
@@ -229,7 +240,9 @@ class Curriculum:
             "policy_state": self.policy.state(),
             "prior_weight": self.prior.weight.tolist(),
         }
-        write_snapshot(self.state_path, meta, self.arrays.as_dict())
+        meta["first_looks"] = self.first_looks.count
+        extra = {"first_n": self.first_looks.n, "first_s": self.first_looks.s}
+        write_snapshot(self.state_path, meta, {**self.arrays.as_dict(), **extra})
         self._journal.clear()
         self._since_save = 0
 
@@ -297,7 +310,9 @@ class Curriculum:
         failures = float(len(rewards)) - passes
         informative = max(rewards) > min(rewards)
         a = self.arrays
-        a.add_group(task, self.step, self.half_life, passes, failures)
+        if not self._seeded and a.groups[task] == 0:
+            self.first_looks.add(len(rewards), int(passes))
+        a.add_group(task, self.step, self.half_life, passes, failures, self.carry)
         a.groups[task] += 1
         a.pending[task] -= 1
         if informative:
@@ -342,14 +357,16 @@ class Curriculum:
         self.arrays.seed_counts(s, f)
 
     def _fit_prior(self) -> GridPrior:
-        """The pool prior from every task's discounted counts (rounded to whole rollouts)."""
+        """The pool prior: the first looks' once there are enough, else the cold start's counts (as of
+        step 0, rounded to whole rollouts) — none: the uniform prior."""
         self._since_refit = 0
         self._tables = {}
-        everyone = np.arange(self.size)
-        succ, fail = self.arrays.counts_at(everyone, self.step, self.half_life)
-        s = np.rint(succ).astype(np.int64)
-        n = s + np.rint(fail).astype(np.int64)
-        return fit_pool_prior(n, s)
+        if not self._seeded and self.first_looks.enough:
+            return fit_pool_prior(*self.first_looks.pairs())
+        if self.reports > 0 and hasattr(self, "prior"):
+            return self.prior
+        s = np.rint(self.arrays.succ).astype(np.int64)
+        return fit_pool_prior(s + np.rint(self.arrays.fail).astype(np.int64), s)
 
     def _open_store(self, path: Path, fsync: bool) -> None:
         journal = journal_path(path)
@@ -370,6 +387,12 @@ class Curriculum:
                 f"{path}: this state belongs to another dataset ({meta.get('size')} tasks, fingerprint "
                 f"{meta.get('fingerprint')}; this one has {self.size} tasks, {self.fingerprint})"
             )
+        looks = FirstLooks()
+        if not looks.restore(
+            snap.arrays.pop("first_n", None), snap.arrays.pop("first_s", None), meta.get("first_looks", -1)
+        ):
+            raise StateFileError(f"{path}: not a usable curriculum state: the first looks do not fit")
+        self.first_looks = looks
         arrays = TaskArrays.from_dict(snap.arrays, self.size)
         weight = np.asarray(meta.get("prior_weight", []), dtype=np.float64)
         if isinstance(arrays, str) or weight.shape != self.prior.weight.shape:
