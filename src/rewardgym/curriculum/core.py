@@ -59,6 +59,8 @@ DEFAULT_CARRY = 0.5
 """Share of a task's older evidence kept when a new group of it is reported: training on a prompt moves
 that prompt's pass rate most, so its last groups say more than its first (docs/curriculum.md)."""
 DEFAULT_SAVE_EVERY = 1000
+DRIFT_MEMORY = 2000.0
+"""Reports over which the drift estimate averages (an exponential moving average)."""
 REFIT_EVERY = 2048
 """Reports between two refits of the pool prior."""
 
@@ -130,7 +132,10 @@ class Curriculum:
         self.fingerprint = _fingerprint(rows, size)
         self._domain_key = domain_key
         self._domains: dict[str, Indices] | None = None
-        self._tables: dict[int, SignalTable] = {}
+        self._tables: dict[tuple[int, float], SignalTable] = {}
+        self.drift = 0.0
+        """Mean of (a re-served task's pass share − its posterior mean before the group), recent reports
+        weighted most (:data:`DRIFT_MEMORY`): how fast the tasks a trainer trains on get easier."""
         self._since_save = 0
         self._since_refit = 0
         self.first_looks = FirstLooks()
@@ -145,15 +150,39 @@ class Curriculum:
         if self.state_path is not None:
             self._open_store(self.state_path, fsync)
 
+    @classmethod
+    def from_profile(cls, rows: Rows, profile: str | Path, **options: Any) -> Curriculum:
+        """Cold start from ``gym eval profile``'s ``*_reward_profiling.jsonl``: the pool prior fitted to its
+        counts and each task's passes / failures as of step 0 (``options``: those of the constructor)."""
+        from rewardgym.curriculum.cold import counts_from_profile
+
+        return cls._cold(rows, counts_from_profile, Path(profile), options)
+
+    @classmethod
+    def from_run(cls, rows: Rows, rollouts: str | Path, **options: Any) -> Curriculum:
+        """Cold start from the rollouts file of ``gym eval run`` (as :meth:`from_profile`)."""
+        from rewardgym.curriculum.cold import counts_from_rollouts
+
+        return cls._cold(rows, counts_from_rollouts, Path(rollouts), options)
+
+    @classmethod
+    def _cold(cls, rows: Rows, read: Any, path: Path, options: dict[str, Any]) -> Curriculum:
+        size = rows if isinstance(rows, int) else len(rows)
+        high = float(options.get("reward_range", (0.0, 1.0))[1])
+        threshold = options.get("pass_threshold")
+        passes, failures = read(path, size, high if threshold is None else float(threshold))
+        return cls(rows, passes=passes, failures=failures, **options)
+
     # ---- what policies read -------------------------------------------------------------------------
     @property
     def size(self) -> int:
         return self.arrays.size
 
-    def table(self, group: int) -> SignalTable:
-        found = self._tables.get(group)
+    def table(self, group: int, drift: float = 0.0) -> SignalTable:
+        key = (group, round(drift, 2))
+        found = self._tables.get(key)
         if found is None:
-            found = self._tables[group] = signal_table(self.prior, group)
+            found = self._tables[key] = signal_table(self.prior, group, key[1])
         return found
 
     def domain_members(self) -> dict[str, Indices] | None:
@@ -312,6 +341,11 @@ class Curriculum:
         a = self.arrays
         if not self._seeded and a.groups[task] == 0:
             self.first_looks.add(len(rewards), int(passes))
+        elif a.groups[task] > 0:
+            here = np.array([task])
+            succ, fail = a.counts_at(here, self.step, self.half_life)
+            expected = float(self.table(self.group_size).pass_mean[quantize(succ), quantize(fail)][0])
+            self.drift += (passes / len(rewards) - expected - self.drift) / DRIFT_MEMORY
         a.add_group(task, self.step, self.half_life, passes, failures, self.carry)
         a.groups[task] += 1
         a.pending[task] -= 1

@@ -84,7 +84,13 @@ class ExpectedSignal(Policy):
     last. With more than ``scan`` tasks, a batch scores ``scan`` tasks drawn at random (a tournament:
     the batch is the best of them), so a step costs the same for 10^4 tasks or 10^7."""
 
-    options: ClassVar[dict[str, Any]] = {"explore": 0.5, "window": None, "quotas": None, "scan": 65536}
+    options: ClassVar[dict[str, Any]] = {
+        "explore": 0.5,
+        "drift": True,
+        "window": None,
+        "quotas": None,
+        "scan": 65536,
+    }
 
     def __init__(self, host: Any, options: Mapping[str, Any]) -> None:
         super().__init__(host, options)
@@ -121,7 +127,7 @@ class ExpectedSignal(Policy):
         host = self.host
         succ, fail = host.arrays.counts_at(tasks, host.step, host.half_life)
         qs, qf = quantize(succ), quantize(fail)
-        table = host.table(group)
+        table = host.table(group, host.drift if self.settings["drift"] else 0.0)
         score = table.mean[qs, qf] + np.float32(self.settings["explore"]) * table.sd[qs, qf]
         window = self.settings["window"]
         if window is not None:
