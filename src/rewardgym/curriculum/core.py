@@ -17,8 +17,9 @@ Contract (in process; ``gym curriculum serve`` puts the same object behind HTTP)
 - With ``state_path``, every answered call is in the journal before it returns and the arrays are
   snapshotted every ``save_every`` reports (:mod:`rewardgym.curriculum.store`); a new ``Curriculum`` on the
   same path resumes where the last one stopped (same dataset: checked by a fingerprint).
-- The pool prior of the posterior model is refitted from the discounted counts every
-  :data:`REFIT_EVERY` reports (empirical Bayes, :func:`rewardgym.stats.prior.fit_pool_prior`).
+- The pool prior of the posterior model starts as the profile's (cold start: fitted to its counts) or
+  :data:`~rewardgym.stats.prior.UNIFORM_PRIOR`; from nothing, it is refitted every :data:`REFIT_EVERY`
+  reports to the first groups of tasks never seen before (:mod:`rewardgym.curriculum.firstlook` says why).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rewardgym.curriculum.errors import BadReward, DuplicateReport, StateFileError, UnknownTask
+from rewardgym.curriculum.firstlook import FirstLooks
 from rewardgym.curriculum.policy import Indices, Policy, policy_class
 from rewardgym.curriculum.state import PENDING_MAX, TaskArrays
 from rewardgym.curriculum.status import CurriculumState
@@ -53,7 +55,12 @@ from rewardgym.stats.prior import GridPrior, fit_pool_prior
 
 DEFAULT_HALF_LIFE = 100.0
 """Steps after which a reported group counts half (see docs/curriculum.md for the benchmark behind it)."""
+DEFAULT_CARRY = 0.5
+"""Share of a task's older evidence kept when a new group of it is reported: training on a prompt moves
+that prompt's pass rate most, so its last groups say more than its first (docs/curriculum.md)."""
 DEFAULT_SAVE_EVERY = 1000
+DRIFT_MEMORY = 2000.0
+"""Reports over which the drift estimate averages (an exponential moving average)."""
 REFIT_EVERY = 2048
 """Reports between two refits of the pool prior."""
 
@@ -82,6 +89,7 @@ class Curriculum:
         state_path: str | Path | None = None,
         *,
         half_life: float = DEFAULT_HALF_LIFE,
+        carry: float = DEFAULT_CARRY,
         reward_range: tuple[float, float] = (0.0, 1.0),
         pass_threshold: float | None = None,
         passes: npt.ArrayLike | None = None,
@@ -111,6 +119,9 @@ class Curriculum:
         self.group_size = int(group_size)
         self.seed = int(seed)
         self.half_life = float(half_life)
+        if not 0.0 < float(carry) <= 1.0:
+            raise UsageError(f"curriculum: carry must be in (0, 1], got {carry}")
+        self.carry = float(carry)
         self.save_every = max(1, int(save_every))
         self.rng = np.random.default_rng(self.seed)
         self.step = 0
@@ -121,10 +132,15 @@ class Curriculum:
         self.fingerprint = _fingerprint(rows, size)
         self._domain_key = domain_key
         self._domains: dict[str, Indices] | None = None
-        self._tables: dict[int, SignalTable] = {}
+        self._tables: dict[tuple[int, float], SignalTable] = {}
+        self.drift = 0.0
+        """Mean of (a re-served task's pass share − its posterior mean before the group), recent reports
+        weighted most (:data:`DRIFT_MEMORY`): how fast the tasks a trainer trains on get easier."""
         self._since_save = 0
         self._since_refit = 0
-        if passes is not None or failures is not None:
+        self.first_looks = FirstLooks()
+        self._seeded = passes is not None or failures is not None
+        if self._seeded:
             self._seed_counts(passes, failures)
         self.prior = self._fit_prior()
         self.policy_name = policy
@@ -134,15 +150,39 @@ class Curriculum:
         if self.state_path is not None:
             self._open_store(self.state_path, fsync)
 
+    @classmethod
+    def from_profile(cls, rows: Rows, profile: str | Path, **options: Any) -> Curriculum:
+        """Cold start from ``gym eval profile``'s ``*_reward_profiling.jsonl``: the pool prior fitted to its
+        counts and each task's passes / failures as of step 0 (``options``: those of the constructor)."""
+        from rewardgym.curriculum.cold import counts_from_profile
+
+        return cls._cold(rows, counts_from_profile, Path(profile), options)
+
+    @classmethod
+    def from_run(cls, rows: Rows, rollouts: str | Path, **options: Any) -> Curriculum:
+        """Cold start from the rollouts file of ``gym eval run`` (as :meth:`from_profile`)."""
+        from rewardgym.curriculum.cold import counts_from_rollouts
+
+        return cls._cold(rows, counts_from_rollouts, Path(rollouts), options)
+
+    @classmethod
+    def _cold(cls, rows: Rows, read: Any, path: Path, options: dict[str, Any]) -> Curriculum:
+        size = rows if isinstance(rows, int) else len(rows)
+        high = float(options.get("reward_range", (0.0, 1.0))[1])
+        threshold = options.get("pass_threshold")
+        passes, failures = read(path, size, high if threshold is None else float(threshold))
+        return cls(rows, passes=passes, failures=failures, **options)
+
     # ---- what policies read -------------------------------------------------------------------------
     @property
     def size(self) -> int:
         return self.arrays.size
 
-    def table(self, group: int) -> SignalTable:
-        found = self._tables.get(group)
+    def table(self, group: int, drift: float = 0.0) -> SignalTable:
+        key = (group, round(drift, 2))
+        found = self._tables.get(key)
         if found is None:
-            found = self._tables[group] = signal_table(self.prior, group)
+            found = self._tables[key] = signal_table(self.prior, group, key[1])
         return found
 
     def domain_members(self) -> dict[str, Indices] | None:
@@ -229,7 +269,9 @@ class Curriculum:
             "policy_state": self.policy.state(),
             "prior_weight": self.prior.weight.tolist(),
         }
-        write_snapshot(self.state_path, meta, self.arrays.as_dict())
+        meta["first_looks"] = self.first_looks.count
+        extra = {"first_n": self.first_looks.n, "first_s": self.first_looks.s}
+        write_snapshot(self.state_path, meta, {**self.arrays.as_dict(), **extra})
         self._journal.clear()
         self._since_save = 0
 
@@ -297,7 +339,14 @@ class Curriculum:
         failures = float(len(rewards)) - passes
         informative = max(rewards) > min(rewards)
         a = self.arrays
-        a.add_group(task, self.step, self.half_life, passes, failures)
+        if not self._seeded and a.groups[task] == 0:
+            self.first_looks.add(len(rewards), int(passes))
+        elif a.groups[task] > 0:
+            here = np.array([task])
+            succ, fail = a.counts_at(here, self.step, self.half_life)
+            expected = float(self.table(self.group_size).pass_mean[quantize(succ), quantize(fail)][0])
+            self.drift += (passes / len(rewards) - expected - self.drift) / DRIFT_MEMORY
+        a.add_group(task, self.step, self.half_life, passes, failures, self.carry)
         a.groups[task] += 1
         a.pending[task] -= 1
         if informative:
@@ -342,14 +391,16 @@ class Curriculum:
         self.arrays.seed_counts(s, f)
 
     def _fit_prior(self) -> GridPrior:
-        """The pool prior from every task's discounted counts (rounded to whole rollouts)."""
+        """The pool prior: the first looks' once there are enough, else the cold start's counts (as of
+        step 0, rounded to whole rollouts) — none: the uniform prior."""
         self._since_refit = 0
         self._tables = {}
-        everyone = np.arange(self.size)
-        succ, fail = self.arrays.counts_at(everyone, self.step, self.half_life)
-        s = np.rint(succ).astype(np.int64)
-        n = s + np.rint(fail).astype(np.int64)
-        return fit_pool_prior(n, s)
+        if not self._seeded and self.first_looks.enough:
+            return fit_pool_prior(*self.first_looks.pairs())
+        if self.reports > 0 and hasattr(self, "prior"):
+            return self.prior
+        s = np.rint(self.arrays.succ).astype(np.int64)
+        return fit_pool_prior(s + np.rint(self.arrays.fail).astype(np.int64), s)
 
     def _open_store(self, path: Path, fsync: bool) -> None:
         journal = journal_path(path)
@@ -370,6 +421,12 @@ class Curriculum:
                 f"{path}: this state belongs to another dataset ({meta.get('size')} tasks, fingerprint "
                 f"{meta.get('fingerprint')}; this one has {self.size} tasks, {self.fingerprint})"
             )
+        looks = FirstLooks()
+        if not looks.restore(
+            snap.arrays.pop("first_n", None), snap.arrays.pop("first_s", None), meta.get("first_looks", -1)
+        ):
+            raise StateFileError(f"{path}: not a usable curriculum state: the first looks do not fit")
+        self.first_looks = looks
         arrays = TaskArrays.from_dict(snap.arrays, self.size)
         weight = np.asarray(meta.get("prior_weight", []), dtype=np.float64)
         if isinstance(arrays, str) or weight.shape != self.prior.weight.shape:

@@ -33,19 +33,28 @@ class Uniform(Policy):
         return self._order
 
     def take(self, n: int) -> Indices:
-        """The next ``n`` tasks of the walk (distinct while ``n`` ≤ the number of tasks)."""
-        parts: list[Indices] = []
+        """The next ``min(n, tasks)`` distinct tasks of the walk. Across an epoch's end, the new epoch's
+        tasks already in this batch are passed over (served at the old epoch's end, they count for both)."""
         wanted = min(n, self.host.size)
-        while wanted > 0:
-            order = self._permutation()
-            part = order[self.position : self.position + wanted]
-            parts.append(part)
-            self.position += part.shape[0]
-            wanted -= part.shape[0]
-            if self.position >= order.shape[0]:
-                self.epoch, self.position, self._order = self.epoch + 1, 0, None
-        tasks = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        return np.asarray(tasks, dtype=np.int64)
+        order = self._permutation()
+        first = order[self.position : self.position + wanted]
+        self.position += first.shape[0]
+        if self.position >= order.shape[0]:
+            self.epoch, self.position, self._order = self.epoch + 1, 0, None
+        wanted -= first.shape[0]
+        if wanted == 0:
+            return np.asarray(first, dtype=np.int64)
+        order = self._permutation()
+        ahead = order[: wanted + first.shape[0]]
+        fresh = ~np.isin(ahead, first)
+        stop = int(np.searchsorted(np.cumsum(fresh), wanted)) + 1
+        self.position = stop
+        return np.asarray(np.concatenate([first, ahead[:stop][fresh[:stop]]]), dtype=np.int64)
+
+    def untake(self, count: int) -> None:
+        """Give back the last ``count`` tasks taken (within the current epoch; else they stay taken)."""
+        if 0 < count <= self.position:
+            self.position -= count
 
     def select(self, n: int, group: int) -> Indices:
         return self.take(n)
@@ -75,7 +84,13 @@ class ExpectedSignal(Policy):
     last. With more than ``scan`` tasks, a batch scores ``scan`` tasks drawn at random (a tournament:
     the batch is the best of them), so a step costs the same for 10^4 tasks or 10^7."""
 
-    options: ClassVar[dict[str, Any]] = {"explore": 0.5, "window": None, "quotas": None, "scan": 65536}
+    options: ClassVar[dict[str, Any]] = {
+        "explore": 0.5,
+        "drift": True,
+        "window": None,
+        "quotas": None,
+        "scan": 65536,
+    }
 
     def __init__(self, host: Any, options: Mapping[str, Any]) -> None:
         super().__init__(host, options)
@@ -112,7 +127,7 @@ class ExpectedSignal(Policy):
         host = self.host
         succ, fail = host.arrays.counts_at(tasks, host.step, host.half_life)
         qs, qf = quantize(succ), quantize(fail)
-        table = host.table(group)
+        table = host.table(group, host.drift if self.settings["drift"] else 0.0)
         score = table.mean[qs, qf] + np.float32(self.settings["explore"]) * table.sd[qs, qf]
         window = self.settings["window"]
         if window is not None:

@@ -31,11 +31,15 @@ class PolicyHost(Protocol):
     half_life: float
     rng: np.random.Generator
     seed: int
+    reports: int
+    informative_total: int
 
     @property
     def size(self) -> int: ...
 
-    def table(self, group: int) -> SignalTable: ...
+    drift: float
+
+    def table(self, group: int, drift: float = 0.0) -> SignalTable: ...
 
     def domain_members(self) -> dict[str, Indices] | None: ...
 
@@ -87,7 +91,8 @@ def register(name: str) -> Callable[[P], P]:
 
 
 def policy_class(name: str) -> type[Policy]:
-    import rewardgym.curriculum.policies  # noqa: F401  (registers the built-in policies)
+    import rewardgym.curriculum.policies
+    import rewardgym.curriculum.policies_baselines  # noqa: F401  (both register their policies)
 
     found = POLICIES.get(name)
     if found is None:

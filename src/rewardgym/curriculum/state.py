@@ -82,10 +82,13 @@ class TaskArrays:
         keep = np.exp2(-age / np.float32(half_life)) if np.isfinite(half_life) else np.float32(1.0)
         return self.succ[tasks] * keep, self.fail[tasks] * keep
 
-    def add_group(self, task: int, step: int, half_life: float, passes: float, failures: float) -> None:
-        """Discount ``task`` up to ``step`` and add one group's passes and failures."""
+    def add_group(
+        self, task: int, step: int, half_life: float, passes: float, failures: float, carry: float = 1.0
+    ) -> None:
+        """Discount ``task`` up to ``step``, then by ``carry`` (what a task's own training step leaves of
+        the older evidence), and add one group's passes and failures."""
         age = step - int(self.last[task])
-        keep = 2.0 ** (-age / half_life) if age > 0 and np.isfinite(half_life) else 1.0
+        keep = carry * (2.0 ** (-age / half_life) if age > 0 and np.isfinite(half_life) else 1.0)
         self.succ[task] = np.float32(float(self.succ[task]) * keep + passes)
         self.fail[task] = np.float32(float(self.fail[task]) * keep + failures)
         self.last[task] = step

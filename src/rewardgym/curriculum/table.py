@@ -67,8 +67,9 @@ class SignalTable:
         return np.asarray((self.weights @ inside).reshape(LEVELS, LEVELS), dtype=np.float32)
 
 
-def signal_table(prior: GridPrior, group: int) -> SignalTable:
-    """The table of ``prior`` for groups of ``group`` rollouts (see module doc)."""
+def signal_table(prior: GridPrior, group: int, drift: float = 0.0) -> SignalTable:
+    """The table of ``prior`` for groups of ``group`` rollouts (see module doc); with ``drift``, q is that
+    of the *next* group of a task whose pass probability moves by ``drift`` until then (0 and 1 stay)."""
     counts = level_values()
     grid_s, grid_f = np.meshgrid(counts, counts, indexing="ij")
     s, f = grid_s.reshape(-1), grid_f.reshape(-1)
@@ -77,7 +78,8 @@ def signal_table(prior: GridPrior, group: int) -> SignalTable:
     total = joint.sum(axis=1, keepdims=True)
     weights = joint / np.where(total > 0, total, 1.0)
     p = prior.support
-    q = 1.0 - p**group - (1.0 - p) ** group
+    ahead = np.where((p > 0) & (p < 1), np.clip(p + drift, 0.0, 1.0), p)
+    q = 1.0 - ahead**group - (1.0 - ahead) ** group
     mean = weights @ q
     var = np.maximum(weights @ (q * q) - mean * mean, 0.0)
 
