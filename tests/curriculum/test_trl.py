@@ -65,6 +65,7 @@ def test_grpo_trains_on_the_curriculum_and_its_rewards_change_what_it_serves(tmp
     args = GRPOConfig(
         output_dir=str(tmp_path),
         per_device_train_batch_size=2 * GROUP,
+        per_device_eval_batch_size=2 * GROUP,
         num_generations=GROUP,
         max_completion_length=1,
         max_steps=STEPS,
@@ -102,4 +103,6 @@ def test_grpo_trains_on_the_curriculum_and_its_rewards_change_what_it_serves(tmp
     later = [task for batch in served[STEPS // 2 :] for task in batch]
     assert sum(task in SOLVABLE for task in later) > len(later) / 2  # … towards the tasks that teach
     assert any(not torch.equal(p, before[name]) for name, p in model.named_parameters())  # it trained
+    trainer.evaluate(eval_dataset=Dataset.from_list([curriculum.row(i) for i in (0, 7)]))
+    assert curriculum.state().reports == STEPS * 2  # evaluation groups are scored, never reported
     assert os.environ["HF_HUB_OFFLINE"] == "1"  # set by tiny_lm: nothing was fetched from the hub

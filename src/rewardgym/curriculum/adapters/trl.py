@@ -21,13 +21,13 @@ Contract:
   processes of a multi-GPU run would each ask the curriculum for different prompts): more is a UsageError.
 - :func:`reporting` wraps a TRL reward function: it returns the same rewards and reports each prompt's
   ``num_generations`` rewards as one group, read with the dataset's ``_ng_task_index`` column; a group with
-  a ``None`` reward (TRL: "no reward") is not reported. The accelerate loader fetches one batch ahead, so
-  the curriculum picks a generation before the rewards of the one just before it are in (one step of lag).
+  a ``None`` reward (TRL: "no reward") is not reported, nor is an evaluation call (model not training).
+  The accelerate loader fetches one batch ahead, so the curriculum picks a generation before the rewards of
+  the one just before it are in (one step of lag).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,20 +44,32 @@ TASK_KEY = "_ng_task_index"
 RewardFunc = Callable[..., Sequence[float | None]]
 
 
-def reporting(reward_func: RewardFunc, curriculum: GroupReporter, group_size: int) -> RewardFunc:
-    """``reward_func`` that also reports every group's rewards to ``curriculum`` (module docstring)."""
+class Reporting:
+    """A TRL reward function that also reports every training group to the curriculum (module docstring)."""
 
-    @functools.wraps(reward_func)
-    def reward(*, prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-        rewards = list(reward_func(prompts=prompts, completions=completions, **kwargs))
+    def __init__(self, reward_func: RewardFunc, curriculum: GroupReporter, group_size: int) -> None:
+        self.reward_func = reward_func
+        self.curriculum = curriculum
+        self.group_size = group_size
+        self.__name__ = getattr(reward_func, "__name__", type(reward_func).__name__)  # TRL logs by it
+        self.training: Callable[[], bool] = lambda: True
+        """Whether a call scores training groups; CurriculumGRPOTrainer sets it (evaluation is not served)."""
+
+    def __call__(self, *, prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
+        rewards = list(self.reward_func(prompts=prompts, completions=completions, **kwargs))
+        if not self.training():
+            return rewards
         if TASK_KEY not in kwargs:
             raise DataError(f"curriculum reward: the train dataset has no {TASK_KEY!r} column")
         values = [math.nan if r is None else float(r) for r in rewards]
-        groups = groups_in_runs(kwargs[TASK_KEY], values, group_size, TASK_KEY)
-        curriculum.report_groups([(task, group) for task, group in groups if not any(map(math.isnan, group))])
+        groups = groups_in_runs(kwargs[TASK_KEY], values, self.group_size, TASK_KEY)
+        self.curriculum.report_groups([(task, g) for task, g in groups if not any(map(math.isnan, g))])
         return rewards
 
-    return reward
+
+def reporting(reward_func: RewardFunc, curriculum: GroupReporter, group_size: int) -> Reporting:
+    """``reward_func`` that also reports every training group's rewards to ``curriculum``."""
+    return Reporting(reward_func, curriculum, group_size)
 
 
 class CurriculumGRPOTrainer(GRPOTrainer):
@@ -67,6 +79,9 @@ class CurriculumGRPOTrainer(GRPOTrainer):
         self.curriculum = curriculum
         self.curriculum_sampler: CurriculumSampler | None = None
         super().__init__(*args, **kwargs)
+        for func in self.reward_funcs:
+            if isinstance(func, Reporting):
+                func.training = lambda: bool(getattr(self.model, "training", True))  # TRL's train / eval
         if self.accelerator.num_processes > 1:
             raise UsageError(
                 f"CurriculumGRPOTrainer runs in one process ({self.accelerator.num_processes} were started)"

@@ -32,6 +32,8 @@ from collections.abc import Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
 from rewardgym.curriculum.adapters.sampler import CurriculumSampler
 from rewardgym.curriculum.adapters.source import groups_by_id
 from rewardgym.curriculum.core import Curriculum
@@ -72,10 +74,8 @@ GROUP_ID = "uid"
 
 
 def _plain(value: Any) -> Any:
-    """An OmegaConf node as plain Python (``to_container`` when it is one)."""
-    if hasattr(value, "_metadata"):
-        from omegaconf import OmegaConf
-
+    """An OmegaConf node as plain Python (veRL's config is OmegaConf; a test may pass a dict)."""
+    if isinstance(value, DictConfig | ListConfig):
         return OmegaConf.to_container(value, resolve=True)
     return value
 
