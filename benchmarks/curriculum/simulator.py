@@ -40,17 +40,17 @@ class World:
     skills: int = 16
     tasks: int = 4000
     heldout: int = 1000
-    unsolvable: float = 0.15
-    ability_mean: float = -0.5
+    unsolvable: float = 0.25
+    ability_mean: float = 1.0
     ability_sd: float = 1.0
-    difficulty_sd: float = 2.5
+    difficulty_sd: float = 3.5
     lr_skill: float = 0.002
-    lr_task: float = 0.15
+    lr_task: float = 0.03
     group: int = 8
     batch: int = 64
     max_rounds: int = 8
     budget: int = 200_000
-    target: float = 0.45
+    target: float = 0.5
 
 
 @dataclass

@@ -30,15 +30,15 @@ def call(url: str, body: Any | None = None, token: str | None = TOKEN) -> tuple[
         return exc.code, orjson.loads(exc.read() or b"null")
 
 
-def start(tmp_path: Path, port: int) -> GymProcess:
+def start(tmp_path: Path, port: int, token: str | None = TOKEN, policy: str = "uniform") -> GymProcess:
     rows = tmp_path / "rows.jsonl"
     if not rows.exists():
         rows.write_text("".join(f'{{"question": "q{i}"}}\n' for i in range(30)))
     gym = GymProcess(
         [
-            "curriculum", "serve", "--input", str(rows), "--policy", "uniform", "--group-size", "4",
+            "curriculum", "serve", "--input", str(rows), "--policy", policy, "--group-size", "4",
             "--state", str(tmp_path / "state.npz"), "--port", str(port), "--max-request-bytes", "4096",
-            f"++auth_token={TOKEN}",
+            *([f"++auth_token={token}"] if token else []),
         ],
         cwd=tmp_path,
     )  # fmt: skip
