@@ -134,7 +134,8 @@ def train(
         collected: list[int] = []
         for _ in range(world.max_rounds if fill else 1):
             want = world.batch - len(collected)
-            served = cur.next_indices(max(1, min(want, (world.budget - run.rollouts) // group)))
+            left = (world.budget - run.rollouts) // group
+            served = cur.next_indices(max(1, min(want, left)))[:left]  # over-sampling stops at the budget
             passes = rng.binomial(group, sim.p(served))
             for task, k in zip(served.tolist(), passes.tolist(), strict=True):
                 informative = cur.report(task, rewards[k])
