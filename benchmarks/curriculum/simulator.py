@@ -40,17 +40,17 @@ class World:
     skills: int = 16
     tasks: int = 4000
     heldout: int = 1000
-    unsolvable: float = 0.15
-    ability_mean: float = -0.5
+    unsolvable: float = 0.25
+    ability_mean: float = 1.0
     ability_sd: float = 1.0
-    difficulty_sd: float = 2.5
+    difficulty_sd: float = 3.5
     lr_skill: float = 0.002
-    lr_task: float = 0.15
+    lr_task: float = 0.03
     group: int = 8
     batch: int = 64
     max_rounds: int = 8
     budget: int = 200_000
-    target: float = 0.45
+    target: float = 0.5
 
 
 @dataclass
@@ -134,7 +134,8 @@ def train(
         collected: list[int] = []
         for _ in range(world.max_rounds if fill else 1):
             want = world.batch - len(collected)
-            served = cur.next_indices(max(1, min(want, (world.budget - run.rollouts) // group)))
+            left = (world.budget - run.rollouts) // group
+            served = cur.next_indices(max(1, min(want, left)))[:left]  # over-sampling stops at the budget
             passes = rng.binomial(group, sim.p(served))
             for task, k in zip(served.tolist(), passes.tolist(), strict=True):
                 informative = cur.report(task, rewards[k])

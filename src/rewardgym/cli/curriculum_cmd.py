@@ -10,6 +10,7 @@ stdout says where it listens; a bad flag or file is one ``Error:`` line.
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,7 +28,7 @@ app.add_typer(curriculum_app, name="curriculum")
 _FLAGS = [
     "--input", "--profile", "--rollouts", "--policy", "--policy-options", "--group-size", "--seed",
     "--state", "--half-life", "--carry", "--save-every", "--reward-range", "--pass-threshold", "--host",
-    "--port", "--domain-key",
+    "--port", "--domain-key", "--max-request-bytes",
 ]  # fmt: skip
 
 
@@ -79,6 +80,9 @@ def serve(
         str, typer.Option("--host", help="Interface to bind (loopback by default).")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.")] = 11500,
+    max_request_bytes: Annotated[
+        int, typer.Option("--max-request-bytes", help="Largest request body (larger: HTTP 413).")
+    ] = 16 * 1024 * 1024,
 ) -> None:
     """Serve next_batch / report / state over HTTP until stopped (Ctrl-C snapshots the state)."""
     from rewardgym.config import load_config
@@ -124,10 +128,18 @@ def serve(
         curriculum = Curriculum.from_run(rows, rollouts, **settings)
     else:
         curriculum = Curriculum(rows, **settings)
-    config = {"host": host, "port": port, "auth_token": str(token) if token else None}
+    config = {
+        "host": host,
+        "port": port,
+        "auth_token": str(token) if token else None,
+        "max_request_bytes": max_request_bytes,
+    }
     server = CurriculumServer(config, curriculum)
     typer.echo(
         f"gym curriculum: {len(rows)} tasks, policy {policy}, G={group_size}; serving on http://{host}:{port}",
     )
     sys.stdout.flush()  # the line is how a parent process knows the service is starting
+    # uvicorn stops gracefully on SIGTERM (the state is snapshotted) and then re-raises the signal to the
+    # handler it found: a no-op one makes that a normal exit (code 0), as for `gym env start`.
+    signal.signal(signal.SIGTERM, lambda *_: None)
     serve_forever(server)

@@ -53,6 +53,7 @@ from rewardgym.cli.run_settings import (
 from rewardgym.cli.run_trackers import after_run_files, export_after_run, trackers_of
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.collate import collate_split
+from rewardgym.collect.curriculum_feed import start_from_curriculum
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
@@ -70,7 +71,8 @@ _FLAGS = [
     "--retry-failed", "--prompt-config", "--temperature", "--top-p", "--max-output-tokens",
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
     "--startup-timeout", "--split", "--shard", "--no-health-check", "--health-check-workers",
-    "--health-check-ignore", "--interleave-repeats", "--agent-fill-missing",
+    "--health-check-ignore", "--interleave-repeats", "--agent-fill-missing", "--from-curriculum",
+    "--curriculum-batches", "--curriculum-batch-size",
     *ad.FLAGS,
 ]  # fmt: skip
 
@@ -219,6 +221,20 @@ def run(
     adaptive_confidence: ad.ConfidenceOpt = None,
     adaptive_boundary: ad.BoundaryOpt = None,
     adaptive_pass_threshold: ad.PassThresholdOpt = None,
+    from_curriculum: Annotated[
+        str | None,
+        typer.Option(
+            "--from-curriculum",
+            help="Take the inputs, in batches, from a curriculum service URL "
+            "and report the rewards to it (docs/curriculum.md).",
+        ),
+    ] = None,
+    curriculum_batches: Annotated[
+        int, typer.Option("--curriculum-batches", min=1, help="Batches to run.")
+    ] = 1,
+    curriculum_batch_size: Annotated[
+        int, typer.Option("--curriculum-batch-size", min=1, help="Tasks a batch.")
+    ] = 64,
 ) -> None:
     """Collect rollouts: materialize the input rows, run them through the agents, record each result.
 
@@ -251,6 +267,16 @@ def run(
         collated, rows = collate_split(cfg, split, output.with_suffix("") / "preprocessed_datasets")
         _say(f"Collated {rows} rows of split {split!r} into {collated}")
         input_path = collated
+    feed = None
+    if from_curriculum is not None:  # the first batch becomes the input; the feed runs the others
+        token = cfg.get("auth_token")
+        start = start_from_curriculum(
+            from_curriculum, output=output, batches=curriculum_batches, batch_size=curriculum_batch_size,
+            group=num_repeats, headers={"X-Rewardgym-Token": str(token)} if token else None,
+            conflicts={"--input": input_path is not None and split is None, "--split": split is not None,
+                       "--resume": resume, "--adaptive": adaptive},
+        )  # fmt: skip
+        input_path, num_repeats, feed = start.input, start.group, start.feed
     if input_path is None and not resume:
         raise UsageError("--input is required (or --split, or --resume to continue an earlier run)")
     if input_path is not None:
@@ -319,6 +345,7 @@ def run(
         | ({} if adaptive_record is None else {"adaptive": adaptive_record}),
         read_files=read_files(cfg, prompt_config),
         adaptive=policy,
+        curriculum=feed,
     )
     trackers = trackers_of(cfg)  # ++wandb_project / ++mlflow_tracking_uri: extras checked up front
     # before any server starts or any file (a log folder) is created: every file the run may write

@@ -222,6 +222,11 @@ async def _collect(
                         out=out,
                     )
                     total += rounds.added
+                if settings.curriculum is not None:  # --from-curriculum: the next batches, rewards reported
+                    total += await settings.curriculum.run(
+                        outputs.materialized, outputs.rollouts, settings.materialize, dispatch=dispatcher.run,
+                        keep_going=lambda: dispatcher.stop_reason is None, on_added=progress.grow, out=out,
+                    )  # fmt: skip
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

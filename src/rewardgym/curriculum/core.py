@@ -53,7 +53,7 @@ from rewardgym.curriculum.table import SignalTable, quantize, signal_table
 from rewardgym.errors import UsageError
 from rewardgym.stats.prior import GridPrior, fit_pool_prior
 
-DEFAULT_HALF_LIFE = 100.0
+DEFAULT_HALF_LIFE = 400.0
 """Steps after which a reported group counts half (see docs/curriculum.md for the benchmark behind it)."""
 DEFAULT_CARRY = 0.5
 """Share of a task's older evidence kept when a new group of it is reported: training on a prompt moves
@@ -136,6 +136,9 @@ class Curriculum:
         self.drift = 0.0
         """Mean of (a re-served task's pass share − its posterior mean before the group), recent reports
         weighted most (:data:`DRIFT_MEMORY`): how fast the tasks a trainer trains on get easier."""
+        self.forecast_drift = 0.0
+        """:attr:`drift` as of the last refit (to 0.01): what forecasts use, so their table changes only
+        then (a table costs ~10 ms to build)."""
         self._since_save = 0
         self._since_refit = 0
         self.first_looks = FirstLooks()
@@ -268,6 +271,7 @@ class Curriculum:
             "policy": self.policy_name,
             "policy_state": self.policy.state(),
             "prior_weight": self.prior.weight.tolist(),
+            "drift": [self.drift, self.forecast_drift],
         }
         meta["first_looks"] = self.first_looks.count
         extra = {"first_n": self.first_looks.n, "first_s": self.first_looks.s}
@@ -363,6 +367,8 @@ class Curriculum:
         self._since_refit += 1
         if self._since_refit >= REFIT_EVERY:
             self.prior = self._fit_prior()
+            self.forecast_drift = round(self.drift, 2)
+            self.table(self.group_size, self.forecast_drift)  # built here, not in the next next_batch
         self._since_save += 1
         if log and self._journal is not None and self._since_save >= self.save_every:
             self.save()
@@ -435,6 +441,7 @@ class Curriculum:
         self.arrays = arrays
         self.step, self.seq = int(meta["step"]), int(meta["seq"])
         self.reports, self.informative_total = int(meta["reports"]), int(meta["informative_total"])
+        self.drift, self.forecast_drift = (float(v) for v in meta.get("drift", [0.0, 0.0]))
         self.prior = GridPrior(self.prior.support, weight, self.prior.fit)
         self._tables = {}
         if meta.get("policy") == self.policy_name:

@@ -37,7 +37,7 @@ class PolicyHost(Protocol):
     @property
     def size(self) -> int: ...
 
-    drift: float
+    forecast_drift: float
 
     def table(self, group: int, drift: float = 0.0) -> SignalTable: ...
 
@@ -91,8 +91,9 @@ def register(name: str) -> Callable[[P], P]:
 
 
 def policy_class(name: str) -> type[Policy]:
+    import rewardgym.curriculum.expected_signal
     import rewardgym.curriculum.policies
-    import rewardgym.curriculum.policies_baselines  # noqa: F401  (both register their policies)
+    import rewardgym.curriculum.policies_baselines  # noqa: F401  (they register their policies)
 
     found = POLICIES.get(name)
     if found is None:

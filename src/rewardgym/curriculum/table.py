@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rewardgym.stats.arrays import FloatArray
-from rewardgym.stats.prior import GridPrior, likelihood
+from rewardgym.stats.prior import GridPrior
 
 LEVELS = 64
 """Quantization levels of a count."""
@@ -67,14 +67,25 @@ class SignalTable:
         return np.asarray((self.weights @ inside).reshape(LEVELS, LEVELS), dtype=np.float32)
 
 
+def _likelihood(s: FloatArray, f: FloatArray, p: FloatArray) -> FloatArray:
+    """p^s (1 − p)^f per row (s, f) and support point, each row scaled by its largest value (the posterior
+    is normalised anyway): two outer products and one exp, with 0^0 = 1 at the edges p = 0 and p = 1."""
+    inside = (p > 0) & (p < 1)
+    log_p = np.log(np.where(inside, p, 0.5))
+    log_q = np.log1p(-np.where(inside, p, 0.5))
+    exponent = np.outer(s, log_p) + np.outer(f, log_q)
+    exponent[:, p == 0] = np.where(s == 0, 0.0, -np.inf)[:, None]
+    exponent[:, p == 1] = np.where(f == 0, 0.0, -np.inf)[:, None]
+    return np.asarray(np.exp(exponent - exponent.max(axis=1, keepdims=True)), dtype=np.float64)
+
+
 def signal_table(prior: GridPrior, group: int, drift: float = 0.0) -> SignalTable:
     """The table of ``prior`` for groups of ``group`` rollouts (see module doc); with ``drift``, q is that
     of the *next* group of a task whose pass probability moves by ``drift`` until then (0 and 1 stay)."""
     counts = level_values()
     grid_s, grid_f = np.meshgrid(counts, counts, indexing="ij")
     s, f = grid_s.reshape(-1), grid_f.reshape(-1)
-    lik = likelihood(s + f, s, prior.support)
-    joint = lik * prior.weight[None, :]
+    joint = _likelihood(s, f, prior.support) * prior.weight[None, :]
     total = joint.sum(axis=1, keepdims=True)
     weights = joint / np.where(total > 0, total, 1.0)
     p = prior.support
