@@ -22,7 +22,10 @@ def _rows(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_importing_rewardgym_and_the_adapters_package_loads_no_trainer_library() -> None:
-    code = "import rewardgym, rewardgym.curriculum.adapters, rewardgym.curriculum.adapters.source"
+    code = (
+        "import rewardgym, rewardgym.curriculum.adapters, rewardgym.curriculum.adapters.source\n"
+        "import rewardgym.curriculum.adapters.client"
+    )
     assert loaded(code, HEAVY) == dict.fromkeys(HEAVY, False)
 
 

@@ -150,3 +150,46 @@ def test_options_are_checked_and_state_persists(tmp_path: Path) -> None:
     sampler.update(_scored(next(iter(loader))))
     resumed, _ = _sampler_and_loader(_data_config(tmp_path, f"sampler.state_path={state}"))
     assert resumed.curriculum.state().reports == BATCH
+
+
+OLD_VERL = """
+import sys, types
+from abc import abstractmethod
+from torch.utils.data import Sampler
+
+# veRL <= 0.7.1's interface, restated: the releases that have it need numpy<2, so none is installed here.
+module = types.ModuleType("verl.experimental.dataset.sampler")
+class AbstractSampler(Sampler[int]):
+    @abstractmethod
+    def __init__(self, data_source, data_config): ...
+class AbstractCurriculumSampler(AbstractSampler):
+    @abstractmethod
+    def update(self, batch): ...
+module.AbstractSampler, module.AbstractCurriculumSampler = AbstractSampler, AbstractCurriculumSampler
+sys.modules[module.__name__] = module
+
+from omegaconf import OmegaConf
+from rewardgym.curriculum.adapters.verl import VerlCurriculumSampler
+config = OmegaConf.create({"train_batch_size": 2, "sampler": {"group_size": 2}})
+sampler = VerlCurriculumSampler(range(8), config)
+assert isinstance(sampler, AbstractSampler) and isinstance(sampler, AbstractCurriculumSampler)
+assert len(list(sampler)) == 8 and sampler.curriculum.step == 4
+print("ok")
+"""
+
+
+def test_on_verl_up_to_0_7_the_sampler_is_an_abstract_curriculum_sampler() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    out = subprocess.run(
+        [sys.executable, "-c", OLD_VERL],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
