@@ -82,7 +82,7 @@ def _sampler_and_loader(data_config: Any) -> tuple[Any, Any]:
     return sampler, loader
 
 
-def _scored(batch_dict: dict[str, Any]) -> Any:
+def scored(batch_dict: dict[str, Any], index_key: str = "index") -> Any:
     """What veRL's fit loop makes of a loader batch before ``update``: uid, ``rollout.n`` copies, scores."""
     from verl import DataProto
 
@@ -90,7 +90,7 @@ def _scored(batch_dict: dict[str, Any]) -> Any:
     batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch))], dtype=object)
     batch = batch.repeat(repeat_times=GROUP, interleave=True)
     scores = torch.zeros(len(batch), 5)
-    for row, index in enumerate(batch.non_tensor_batch["index"]):
+    for row, index in enumerate(batch.non_tensor_batch[index_key]):
         scores[row, -1] = float(int(index) in SOLVABLE and row % 2 == 0)  # half of a solvable group passes
     batch.batch["token_level_scores"] = scores
     return batch
@@ -107,7 +107,7 @@ def test_verl_builds_the_sampler_from_its_config_and_the_rewards_steer_what_it_s
             assert len(set(tasks)) == BATCH  # distinct prompts, each rolled out GROUP times below
             served.append(tasks)
             twin_served.append([int(t) for t in twin.next_indices(BATCH)])
-            sampler.update(batch=_scored(batch_dict))
+            sampler.update(batch=scored(batch_dict))
     state = sampler.curriculum.state()
     assert state.reports == len(served) * BATCH  # every group of every step reached the curriculum
     assert served == sampler.served
@@ -124,19 +124,19 @@ def test_a_batch_without_task_indices_or_from_another_step_is_refused_and_change
 ) -> None:
     sampler, loader = _sampler_and_loader(_data_config(tmp_path))
     batch_dict = next(iter(loader))
-    batch = _scored(batch_dict)
+    batch = scored(batch_dict)
     before = sampler.curriculum.state().reported.copy()
     del batch.non_tensor_batch["index"]
     with pytest.raises(DataError, match=r"no 'index' column .*extra_info.index"):
         sampler.update(batch)
-    batch = _scored(batch_dict)
+    batch = scored(batch_dict)
     batch.non_tensor_batch["index"][-1] = (int(batch.non_tensor_batch["index"][0]) + 1) % TASKS
     with pytest.raises(DataError, match="mixes task indices"):
         sampler.update(batch)
     assert (sampler.curriculum.state().reported == before).all()
-    sampler.update(_scored(batch_dict))
+    sampler.update(scored(batch_dict))
     with pytest.raises(DataError, match="no served group waiting"):
-        sampler.update(_scored(batch_dict))  # the same step twice
+        sampler.update(scored(batch_dict))  # the same step twice
     assert sampler.curriculum.state().reports == BATCH
 
 
@@ -147,7 +147,7 @@ def test_options_are_checked_and_state_persists(tmp_path: Path) -> None:
     sampler, loader = _sampler_and_loader(
         _data_config(tmp_path, f"sampler.state_path={state}", "sampler.save_every=1")
     )
-    sampler.update(_scored(next(iter(loader))))
+    sampler.update(scored(next(iter(loader))))
     resumed, _ = _sampler_and_loader(_data_config(tmp_path, f"sampler.state_path={state}"))
     assert resumed.curriculum.state().reports == BATCH
 

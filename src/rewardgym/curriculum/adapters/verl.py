@@ -17,7 +17,10 @@ Contract:
   ``half_life``, ``reward_range``, ``pass_threshold``, ``save_every``, ``policy_options``, and
   ``index_key`` — the batch column that holds each prompt's task index (``index``: veRL's ``RLHFDataset``
   copies each row's ``extra_info.index`` there, so the parquet's ``extra_info.index`` must be the row's
-  position, as veRL's own preprocessing scripts write it).
+  position, as veRL's own preprocessing scripts write it). ``url`` (and ``token_env``, the name of the
+  environment variable that holds the service's token — never the token itself) serves from
+  ``gym curriculum serve`` through :class:`~rewardgym.curriculum.adapters.client.CurriculumClient` instead
+  of an in-process curriculum; the curriculum's own settings then belong to the service.
 - :meth:`update` ``(batch: DataProto)`` — one reward per completion, ``token_level_scores`` summed over the
   response (the verifier's score, before any KL penalty), grouped by veRL's ``uid`` (one per prompt copy),
   all reported at once: a batch without the index column, a group that mixes tasks, a reward outside the
@@ -28,12 +31,14 @@ Contract:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sized
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from rewardgym.curriculum.adapters.client import CurriculumClient
 from rewardgym.curriculum.adapters.sampler import CurriculumSampler
 from rewardgym.curriculum.adapters.source import groups_by_id
 from rewardgym.curriculum.core import Curriculum
@@ -67,8 +72,14 @@ OPTIONS = frozenset(
         "save_every",
         "policy_options",
         "index_key",
+        "url",
+        "token_env",
     }
 )
+LOCAL = frozenset(
+    {"policy", "seed", "state_path", "half_life", "reward_range", "pass_threshold", "save_every"}
+)
+"""Options of an in-process curriculum (with ``url`` the service has its own)."""
 SCORES = "token_level_scores"
 GROUP_ID = "uid"
 
@@ -94,24 +105,42 @@ class VerlCurriculumSampler(_Base):
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise UsageError(f"data.train_batch_size must be a positive integer, got {batch!r}")
         size = len(data_source)
-        seed = options.get("seed", data_config.get("seed"))
+        group = int(options.get("group_size", 8))
+        self.curriculum: Curriculum | CurriculumClient
+        if "url" in options:
+            local = sorted(LOCAL & set(options))
+            if local:
+                raise UsageError(
+                    f"data.sampler: {local[0]!r} is the service's setting, not the sampler's (url is set)"
+                )
+            token_env = options.get("token_env")
+            token = os.environ.get(str(token_env)) if token_env else None
+            if token_env and not token:
+                raise UsageError(f"data.sampler.token_env: the environment variable {token_env} is not set")
+            self.curriculum = CurriculumClient(str(options["url"]), token=token)
+        else:
+            self.curriculum = self._local(size, group, options, data_config.get("seed"))
+        self.index_key = str(options.get("index_key", "index"))
+        super().__init__(self.curriculum, batch, max(1, size // batch), group_size=group)
+
+    @staticmethod
+    def _local(size: int, group: int, options: dict[str, Any], data_seed: Any) -> Curriculum:
+        seed = options.get("seed", data_seed)
         state_path = options.get("state_path")
         kwargs: dict[str, Any] = {
             key: options[key] for key in ("half_life", "pass_threshold", "save_every") if key in options
         }
         if "reward_range" in options:
             kwargs["reward_range"] = tuple(options["reward_range"])
-        self.curriculum = Curriculum(
+        return Curriculum(
             size,
             policy=str(options.get("policy", "expected-signal")),
-            group_size=int(options.get("group_size", 8)),
+            group_size=group,
             seed=0 if seed is None else int(seed),
             state_path=None if state_path is None else Path(str(state_path)),
             policy_options=options.get("policy_options"),
             **kwargs,
         )
-        self.index_key = str(options.get("index_key", "index"))
-        super().__init__(self.curriculum, batch, max(1, size // batch), group_size=self.curriculum.group_size)
 
     def update(self, batch: DataProto) -> None:
         """Report every group of a scored batch to the curriculum (module docstring)."""
