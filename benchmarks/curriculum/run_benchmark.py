@@ -37,7 +37,11 @@ from benchmarks.curriculum.simulator import Run, World, train  # noqa: E402
 POLICIES = ("uniform", "dynamic-sampling", "greso", "thompson", "expected-signal")
 EVAL_SEED = 100
 SCENARIOS = {
-    "easy pool (most tasks informative, none unsolvable)": {"difficulty_sd": 0.8, "unsolvable": 0.0},
+    "easy pool (most tasks informative, none unsolvable)": {
+        "difficulty_sd": 0.8,
+        "unsolvable": 0.0,
+        "target": 0.85,
+    },
     "fast memorization (a prompt is learnt in ~10 groups)": {"lr_task": 0.15},
     "short budget (a third of one pass over the pool)": {"budget": 10_000, "target": 0.45},
 }
@@ -59,6 +63,7 @@ def summarize(runs: list[Run]) -> dict[str, float]:
         "rollouts_to_target": mean([float(r.rollouts_to_target or math.nan) for r in reached]),
         "steps_to_target": mean([float(r.steps_to_target or math.nan) for r in reached]),
         "steps": mean([float(r.steps) for r in runs]),
+        "distinct": mean([float(r.distinct) for r in runs]),
     }
 
 
@@ -89,16 +94,18 @@ def print_table(title: str, world: World, rows: dict[str, dict[str, float]], see
     )
     print(
         "| policy | informative share | rollouts / informative group | ES advantage (mean, worst seed) "
-        "| held-out at budget | reached target | rollouts to target | steps to target |"
+        "| held-out at budget | reached target | rollouts to target | steps to target "
+        "| distinct tasks served |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for policy, row in rows.items():
         ratio = f"{row['ratio_mean']:.2f}× ({row['ratio_min']:.2f}×)" if "ratio_mean" in row else "—"
         to_target = f"{row['rollouts_to_target']:,.0f}" if math.isfinite(row["rollouts_to_target"]) else "—"
         steps = f"{row['steps_to_target']:.0f}" if math.isfinite(row["steps_to_target"]) else "—"
         print(
             f"| {policy} | {row['informative_share']:.1%} | {row['rollouts_per_informative']:.2f} | {ratio} "
-            f"| {row['heldout_end']:.1%} | {row['reached']:.0f}/{seeds} | {to_target} | {steps} |"
+            f"| {row['heldout_end']:.1%} | {row['reached']:.0f}/{seeds} | {to_target} | {steps} "
+            f"| {row['distinct'] / world.tasks:.0%} |"
         )
 
 

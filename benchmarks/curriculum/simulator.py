@@ -67,6 +67,8 @@ class Run:
     heldout_end: float = math.nan
     rollouts_to_target: int | None = None
     steps_to_target: int | None = None
+    distinct: int = 0
+    """Tasks served at least once (how diverse the training data was)."""
     curve: list[tuple[int, float]] = field(default_factory=list)
 
     @property
@@ -158,6 +160,7 @@ def train(
         if run.rollouts_to_target is None and rate >= world.target:
             run.rollouts_to_target, run.steps_to_target = run.rollouts, run.steps
     run.heldout_end = sim.heldout_rate()
+    run.distinct = int(np.count_nonzero(cur.arrays.served))
     return run, (same / pairs if pairs else math.nan)
 
 

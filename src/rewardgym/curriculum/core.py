@@ -24,8 +24,6 @@ Contract (in process; ``gym curriculum serve`` puts the same object behind HTTP)
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rewardgym.curriculum.checks import check_counts, check_groups, check_tasks, fingerprint
 from rewardgym.curriculum.errors import BadReward, DuplicateReport, StateFileError, UnknownTask
 from rewardgym.curriculum.firstlook import FirstLooks
 from rewardgym.curriculum.policy import Indices, Policy, policy_class
@@ -65,16 +64,6 @@ REFIT_EVERY = 2048
 """Reports between two refits of the pool prior."""
 
 Rows = Sequence[Mapping[str, Any]] | int
-
-
-def _fingerprint(rows: Rows, size: int) -> str:
-    """A cheap identity of the dataset: its size and its first and last rows."""
-    if isinstance(rows, int):
-        sample: list[Any] = []
-    else:
-        sample = [rows[i] for i in sorted({*range(min(4, size)), *range(max(0, size - 4), size)})]
-    text = json.dumps([size, sample], sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 class Curriculum:
@@ -129,7 +118,7 @@ class Curriculum:
         self.reports = 0
         self.informative_total = 0
         self.arrays = TaskArrays.empty(size)
-        self.fingerprint = _fingerprint(rows, size)
+        self.fingerprint = fingerprint(rows, size)
         self._domain_key = domain_key
         self._domains: dict[str, Indices] | None = None
         self._tables: dict[tuple[int, float], SignalTable] = {}
@@ -144,7 +133,7 @@ class Curriculum:
         self.first_looks = FirstLooks()
         self._seeded = passes is not None or failures is not None
         if self._seeded:
-            self._seed_counts(passes, failures)
+            self.arrays.seed_counts(*check_counts(passes, failures, self.size))
         self.prior = self._fit_prior()
         self.policy_name = policy
         self.policy: Policy = policy_class(policy)(self, dict(policy_options or {}))
@@ -216,6 +205,10 @@ class Curriculum:
         """Up to ``n`` distinct rows to roll out next, each with its ``_ng_task_index``."""
         return [self.row(int(task)) for task in self.next_indices(n, group_size)]
 
+    def waiting(self, task: int) -> int:
+        """Groups of ``task`` served and not yet reported."""
+        return int(self.arrays.pending[task])
+
     def row(self, task: int) -> dict[str, Any]:
         base: dict[str, Any] = {} if isinstance(self.rows, int) else dict(self.rows[task])
         base["_ng_task_index"] = task
@@ -227,12 +220,12 @@ class Curriculum:
 
     def report_groups(self, groups: Iterable[tuple[int, Iterable[float]]]) -> list[bool]:
         """Several groups at once: all are checked before any is applied (one error, nothing changed)."""
-        checked = self._check_groups(list(groups))
+        checked = check_groups(self, list(groups))
         return [self._take(task, values, log=True) for task, values in checked]
 
     def state(self, tasks: npt.ArrayLike | None = None) -> CurriculumState:
         """The posterior and the counters of ``tasks`` (every task by default)."""
-        index = np.arange(self.size, dtype=np.int64) if tasks is None else self._check_tasks(tasks)
+        index = np.arange(self.size, dtype=np.int64) if tasks is None else check_tasks(self.size, tasks)
         a = self.arrays
         succ, fail = a.counts_at(index, self.step, self.half_life)
         table = self.table(self.group_size)
@@ -293,51 +286,6 @@ class Curriculum:
         self.close()
 
     # ---- internals ----------------------------------------------------------------------------------
-    def _check_tasks(self, tasks: npt.ArrayLike) -> Indices:
-        index = np.asarray(tasks)
-        if index.ndim != 1 or (index.size and index.dtype.kind not in "iu"):
-            raise UnknownTask("state: tasks must be a list of task indices")
-        bad = index[(index < 0) | (index >= self.size)]
-        if bad.size:
-            raise UnknownTask(f"state: unknown task index {int(bad[0])} (tasks are 0 … {self.size - 1})")
-        return index.astype(np.int64)
-
-    def _check_groups(self, groups: list[tuple[int, Iterable[float]]]) -> list[tuple[int, list[float]]]:
-        low, high = self.reward_range
-        waiting: dict[int, int] = {}
-        checked = []
-        for given, rewards in groups:
-            if (
-                isinstance(given, bool)
-                or not isinstance(given, int | np.integer)
-                or not 0 <= given < self.size
-            ):
-                raise UnknownTask(f"report: unknown task index {given!r} (tasks are 0 … {self.size - 1})")
-            task = int(given)
-            try:
-                items = list(rewards)
-                values = [float(r) for r in items if not isinstance(r, bool | str | bytes)]
-            except (TypeError, ValueError):
-                raise BadReward(f"report: task {task}: rewards must be a list of numbers") from None
-            if not values or len(values) != len(items):
-                raise BadReward(f"report: task {task}: rewards must be a non-empty list of numbers")
-            for value in values:
-                if not math.isfinite(value):
-                    raise BadReward(f"report: task {task}: reward {value} is not a finite number")
-                if not low <= value <= high:
-                    raise BadReward(
-                        f"report: task {task}: reward {value} is outside the declared range [{low}, {high}]"
-                    )
-            left = waiting.get(task, int(self.arrays.pending[task]))
-            if left < 1:
-                raise DuplicateReport(
-                    f"report: task {task} has no served group waiting for rewards "
-                    "(reported twice, or never served)"
-                )
-            waiting[task] = left - 1
-            checked.append((task, values))
-        return checked
-
     def _take(self, task: int, rewards: list[float], *, log: bool) -> bool:
         passes = float(sum(1 for r in rewards if r >= self.pass_threshold))
         failures = float(len(rewards)) - passes
@@ -384,17 +332,6 @@ class Curriculum:
         self.seq += 1
         if self._journal is not None:
             self._journal.append({"seq": self.seq, **entry})
-
-    def _seed_counts(self, passes: npt.ArrayLike | None, failures: npt.ArrayLike | None) -> None:
-        s = np.asarray(passes if passes is not None else np.zeros(self.size), dtype=np.float64)
-        f = np.asarray(failures if failures is not None else np.zeros(self.size), dtype=np.float64)
-        if s.shape != (self.size,) or f.shape != (self.size,):
-            raise UsageError(
-                f"curriculum: passes and failures must each have one entry per task ({self.size})"
-            )
-        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(f)) and s.min() >= 0 and f.min() >= 0):
-            raise UsageError("curriculum: passes and failures must be finite counts ≥ 0")
-        self.arrays.seed_counts(s, f)
 
     def _fit_prior(self) -> GridPrior:
         """The pool prior: the first looks' once there are enough, else the cold start's counts (as of
@@ -450,11 +387,11 @@ class Curriculum:
     def _replay(self, entry: JournalEntry, journal: Path) -> None:
         try:
             if entry.op == "batch":
-                tasks = self._check_tasks(np.asarray(entry.body["tasks"], dtype=np.int64))
+                tasks = check_tasks(self.size, np.asarray(entry.body["tasks"], dtype=np.int64))
                 self._apply_batch(tasks)
                 self.policy.replayed(tasks)
             else:
-                task, values = self._check_groups([(entry.body["task"], entry.body["rewards"])])[0]
+                task, values = check_groups(self, [(entry.body["task"], entry.body["rewards"])])[0]
                 self._take(task, values, log=False)
         except (KeyError, TypeError, ValueError, UnknownTask, BadReward, DuplicateReport) as exc:
             raise StateFileError(f"{journal}: entry {entry.seq} does not replay: {exc}") from None
