@@ -10,14 +10,15 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install model demo test test-fast lint typecheck pytest format clean
 
-# The first install takes minutes (≈ 2.5 on a shared 2-core machine): each step says what it does, and pip
+# The first install takes minutes (≈ 4-6 on a shared 2-core machine, 3 GB; the train extra — CPU torch, TRL,
+# veRL — adds ≈ 30 s of CPU; torch alone is 0.75 GB): each step says what it does, and pip
 # prints one line per package it fetches, so the terminal is never silent for long.
 $(STAMP): pyproject.toml
 	@echo "[install 1/3] Python virtual environment in $(VENV)/ (gym will be $(BIN)/gym)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "[install 2/3] rewardgym and its dependencies (a line per package; ≈ 2-3 min the first time)"
-	@bash -o pipefail -c "$(BIN)/python -m pip install --progress-bar off -e '.[dev]' \
+	@echo "[install 2/3] rewardgym and its dependencies (a line per package; ≈ 4-6 min the first time)"
+	@bash -o pipefail -c "$(BIN)/python -m pip install --progress-bar off -e '.[dev,train]' \
 		| { grep --line-buffered -E '^(Collecting|Successfully installed)' || true; } | cut -c1-100"
 	@echo "[install 3/3] Debian's chromium for the report's browser tests (only when absent)"
 	@test -x $(CHROMIUM) || { echo "Installing Debian's chromium (for the report's browser tests)"; \

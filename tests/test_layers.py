@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compare",),  # checkpoint A vs B over the analysis layer (its reader, posteriors and bands)
     ("export",),  # tables of a run's files for pandas / polars / DuckDB (reads with the analysis reader)
     ("dataset",),  # profiles into training data, on the analysis' per-task numbers (gym data select)
+    ("curriculum",),  # the online curriculum service: posterior model, servers framework, profile readers
     ("cli",),
     ("__main__",),
 )

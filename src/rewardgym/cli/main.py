@@ -74,6 +74,7 @@ _COMMAND_MODULES = (
     "rewardgym.cli.catalog_cmd",
     "rewardgym.cli.dataset_cmd",
     "rewardgym.cli.envcheck_cmd",
+    "rewardgym.cli.curriculum_cmd",
 )
 
 # The command group (first command word) each module registers on. A module not listed here is imported for
@@ -94,6 +95,7 @@ _MODULE_GROUPS = {
     "rewardgym.cli.catalog_cmd": "list",  # also `gym search` (an unlisted word imports every module)
     "rewardgym.cli.dataset_cmd": "dataset",
     "rewardgym.cli.envcheck_cmd": "env",
+    "rewardgym.cli.curriculum_cmd": "curriculum",
 }
 # The commands each module registers, so `gym eval profile` imports the profiler only (not the collector).
 _MODULE_COMMANDS = {

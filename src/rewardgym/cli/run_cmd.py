@@ -37,6 +37,7 @@ from rewardgym.cli.run_settings import exit_code_of
 from rewardgym.cli.run_trackers import export_after_run
 from rewardgym.cli.stack_config import load_stack_config
 from rewardgym.collect.collate import collate_split
+from rewardgym.collect.curriculum_feed import start_from_curriculum
 from rewardgym.collect.dispatch import Dispatcher
 from rewardgym.collect.prepare import guard_run_outputs
 from rewardgym.collect.runner import format_summary, run_collection
@@ -94,6 +95,9 @@ def run(
     adaptive_confidence: ad.ConfidenceOpt = None,
     adaptive_boundary: ad.BoundaryOpt = None,
     adaptive_pass_threshold: ad.PassThresholdOpt = None,
+    from_curriculum: f.FromCurriculumOpt = None,
+    curriculum_batches: f.CurriculumBatchesOpt = 1,
+    curriculum_batch_size: f.CurriculumBatchSizeOpt = 64,
 ) -> None:
     """Collect rollouts: materialize the input rows, run them through the agents, record each result.
 
@@ -104,7 +108,7 @@ def run(
     flags = f.RunFlags(**{name: value for name, value in locals().items() if name != "ctx"})
     cfg = _load_config(split_overrides(ctx.args, f.FLAGS), flags)
     settings = resolve_run_settings(flags, cfg)  # every value checked: nothing started or written yet
-    prepare_input(settings, cfg)
+    settings = prepare_input(settings, cfg)
     _after_run(settings, cfg, aio.run(_collect(settings, cfg)))
 
 
@@ -123,19 +127,40 @@ def _load_config(overrides: list[str], flags: f.RunFlags) -> GymConfig:
     )  # fmt: skip
 
 
-def prepare_input(settings: RunSettings, cfg: GymConfig) -> None:
+def prepare_input(settings: RunSettings, cfg: GymConfig) -> RunSettings:
     """Check every output (the collector's and the sidecars written after it), then write the input rows a
-    source makes (``--split``: the config's datasets collated) — still before any server starts."""
+    source makes (``--split``: the config's datasets collated; ``--from-curriculum``: the service's first
+    batch) — still before any server starts. Returns the settings the source completes."""
     source = settings.source
-    # The collated rows are an output first (their writer checks them against the inputs read so far).
-    collect = (
-        dataclasses.replace(settings.collect, input=None) if source.kind == "split" else settings.collect
-    )
+    # The written rows are an output first (their writer checks them against the inputs read so far).
+    made = source.kind in ("split", "curriculum")
+    collect = dataclasses.replace(settings.collect, input=None) if made else settings.collect
     guard_run_outputs(collect, settings.sidecars)
     if source.kind == "split":
         assert source.path is not None and source.split is not None
         collated, rows = collate_split(cfg, source.split, source.path.parent)
         _say(f"Collated {rows} rows of split {source.split!r} into {collated}")
+    if source.kind == "curriculum":
+        return _first_batch(settings)
+    return settings
+
+
+def _first_batch(settings: RunSettings) -> RunSettings:
+    """The first batch of ``--from-curriculum`` as the input; the group size the service serves it for is
+    the number of repeats (``--num-repeats`` asks the service for that size)."""
+    source, collect = settings.source, settings.collect
+    assert source.url is not None and source.path is not None
+    start = start_from_curriculum(
+        source.url, path=source.path, batches=source.batches, batch_size=source.batch_size,
+        group=source.group, headers=settings.headers,
+    )  # fmt: skip
+    materialize = dataclasses.replace(collect.materialize, num_repeats=start.group)
+    fingerprint = dict(collect.fingerprint_settings)
+    fingerprint["materialize"] = {**fingerprint.get("materialize", {}), "num_repeats": start.group}
+    collect = dataclasses.replace(
+        collect, materialize=materialize, fingerprint_settings=fingerprint, curriculum=start.feed
+    )
+    return settings.model_copy(update={"collect": collect})
 
 
 async def _collect(settings: RunSettings, cfg: GymConfig) -> int:

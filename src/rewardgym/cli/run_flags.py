@@ -20,6 +20,7 @@ FLAGS = [
     "--disable-aggregation", "--num-repeats-add-seed", "--no-serve", "--head-url", "--log-dir",
     "--startup-timeout", "--split", "--shard", "--no-health-check", "--health-check-workers",
     "--health-check-ignore", "--interleave-repeats", "--agent-fill-missing",
+    "--from-curriculum", "--curriculum-batches", "--curriculum-batch-size",
     *ad.FLAGS,
 ]  # fmt: skip
 """Every flag of the command (hints for :func:`~rewardgym.cli.overrides.split_overrides`)."""
@@ -129,6 +130,17 @@ HealthIgnoreOpt = Annotated[
     typer.Option("--health-check-ignore", metavar="ID[,ID…]", help="Health checks not to run."),
 ]
 
+FromCurriculumOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from-curriculum",
+        help="Take the inputs, in batches, from a curriculum service URL "
+        "and report the rewards to it (docs/curriculum.md).",
+    ),
+]
+CurriculumBatchesOpt = Annotated[int, typer.Option("--curriculum-batches", min=1, help="Batches to run.")]
+CurriculumBatchSizeOpt = Annotated[int, typer.Option("--curriculum-batch-size", min=1, help="Tasks a batch.")]
+
 
 @dataclass(frozen=True)
 class RunFlags:
@@ -170,6 +182,9 @@ class RunFlags:
     model_api_key: str | None = field(default=None, repr=False)
     """Never printed (``repr=False``)."""
     model_api_key_file: Path | None = None
+    from_curriculum: str | None = None
+    curriculum_batches: int = 1
+    curriculum_batch_size: int = 64
     adaptive: bool = False
     adaptive_initial: int | None = None
     adaptive_max: int | None = None

@@ -40,6 +40,7 @@ from rewardgym.cli.run_settings import (
 )
 from rewardgym.cli.run_trackers import after_run_files, trackers_of
 from rewardgym.collect.collate import SPLITS
+from rewardgym.collect.curriculum_feed import curriculum_base, curriculum_input
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
 from rewardgym.collect.settings import CollectSettings
@@ -53,13 +54,22 @@ class InputSource(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["input", "split", "resume"]
+    kind: Literal["input", "split", "resume", "curriculum"]
     """``input``: an existing JSONL file; ``split``: the config's datasets of a split, collated into ``path``
     before the servers start; ``resume``: the materialized inputs of the earlier run (``path`` unused)."""
     path: Path | None = None
     """The input rows the collector reads (None on ``--resume`` without ``--input``)."""
     split: str | None = None
     """The split's name (kind ``split``)."""
+    url: str | None = None
+    """``--from-curriculum``: the service whose first batch is written to ``path`` before the servers start
+    (kind ``curriculum``)."""
+    batches: int = Field(default=1, ge=1)
+    """``--curriculum-batches``: batches in all, the first included."""
+    batch_size: int = Field(default=64, ge=1)
+    """``--curriculum-batch-size``: tasks a batch."""
+    group: int | None = Field(default=None, ge=1)
+    """``--num-repeats`` with ``--from-curriculum``: the group size asked of the service (None: its own)."""
 
 
 class RunSettings(BaseModel):
@@ -93,6 +103,14 @@ class RunSettings(BaseModel):
 def _input_source(flags: RunFlags, cfg: GymConfig, output: Path, resume: bool) -> InputSource:
     input_path = config_path(cfg, "input_jsonl_fpath", flags.input)
     split = flags.split if flags.split is not None else config_text(cfg, "split")
+    if flags.from_curriculum is not None:
+        conflicts = {"--input": input_path is not None and split is None, "--split": split is not None,
+                     "--resume": resume, "--adaptive": flags.adaptive}  # fmt: skip
+        base = curriculum_base(flags.from_curriculum, conflicts)
+        return InputSource(
+            kind="curriculum", path=curriculum_input(output), url=base, batches=flags.curriculum_batches,
+            batch_size=flags.curriculum_batch_size, group=flags.num_repeats,
+        )  # fmt: skip
     if split is not None and input_path is not None:
         raise UsageError("--split and --input both name the input rows; give one of them")
     if split is not None and not resume:  # NeMo Gym's end-to-end run: the config's datasets of the split

@@ -112,7 +112,7 @@ async def _collect(
         drop_failures(outputs.failures, recorder.recovered)
     if rounds is not None and rounds.summary:
         out.write(rounds.summary + "\n")
-    total += rounds.added if rounds is not None else 0
+    total += (rounds.added if rounds is not None else 0) + run.curriculum_added
     aggregate = await _close(settings, outputs, run, agent_urls, headers, out, streamed)
     return CollectSummary(outputs, total, len(prior.done), stats, run.dispatcher.stop_reason, aggregate)
 
@@ -139,6 +139,8 @@ class _Run:
         recorder: RolloutRecorder,
     ) -> None:
         self.settings, self.outputs = settings, outputs
+        self.curriculum_added = 0
+        """Rollouts the ``--from-curriculum`` batches after the first added."""
         directory = agent_urls if isinstance(agent_urls, AgentDirectory) else None
         self.client = AgentClient(
             agent_urls,
@@ -195,6 +197,16 @@ class _Run:
                         outputs.materialized,
                         outputs.rollouts,
                         add_seed=add_seed,
+                        dispatch=self.dispatcher.run,
+                        keep_going=lambda: self.dispatcher.stop_reason is None,
+                        on_added=progress.grow,
+                        out=out,
+                    )
+                if settings.curriculum is not None:  # --from-curriculum: the next batches, rewards reported
+                    self.curriculum_added = await settings.curriculum.run(
+                        outputs.materialized,
+                        outputs.rollouts,
+                        settings.materialize,
                         dispatch=self.dispatcher.run,
                         keep_going=lambda: self.dispatcher.stop_reason is None,
                         on_added=progress.grow,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rewardgym.collect.curriculum_feed import CurriculumFeed
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
 from rewardgym.stats.adaptive import AdaptivePolicy
@@ -45,3 +46,5 @@ class CollectSettings:
     adaptive: AdaptivePolicy | None = None
     """``--adaptive``: materialize ``initial`` repeats, then rounds (:mod:`rewardgym.collect.adaptive`). On
     resume, None means "as the run was started" (its fingerprint says)."""
+    curriculum: CurriculumFeed | None = None
+    """``--from-curriculum``: the batches after the first (:mod:`rewardgym.collect.curriculum_feed`)."""
