@@ -61,6 +61,7 @@ from rewardgym.collect.runner import format_summary, run_collection
 from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.stack import ServedStack, discover_agents
 from rewardgym.config import GymConfig, load_config
+from rewardgym.config.observability import capture_dir
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.inputs import refuse_special_input
 
@@ -319,6 +320,7 @@ def run(
         | ({} if adaptive_record is None else {"adaptive": adaptive_record}),
         read_files=read_files(cfg, prompt_config),
         adaptive=policy,
+        capture_dir=capture_dir(cfg),
     )
     trackers = trackers_of(cfg)  # ++wandb_project / ++mlflow_tracking_uri: extras checked up front
     # before any server starts or any file (a log folder) is created: every file the run may write

@@ -51,6 +51,8 @@ from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
 from rewardgym.io.jsonl import JsonlAppender
+from rewardgym.observe.capture import CaptureStore
+from rewardgym.observe.projection import clear_capture, observe_row
 from rewardgym.protocol import keys
 
 
@@ -131,7 +133,11 @@ async def _collect(
     # after the attempt, in the same task) takes it: the dispatcher stays unaware of timing.
     latencies: dict[int, float] = {}
 
+    store = CaptureStore(settings.capture_dir) if settings.capture_dir is not None else None
+
     async def send(row: dict[str, Any]) -> dict[str, Any]:
+        if store is not None:  # a retried attempt starts from an empty capture, as in NeMo Gym
+            clear_capture(store, row)
         started = time.perf_counter()
         result = await client.run(row)
         latencies[id(result)] = (time.perf_counter() - started) * 1000.0
@@ -141,7 +147,11 @@ async def _collect(
         agent = row[keys.AGENT_REF]["name"]
         result[keys.ENVIRONMENT_SERVER] = relays.get(agent) or relay_name(agent, None)
         result[keys.RESULT_TYPE] = LEGACY_RESULT_TYPE
-        result[keys.NG_PERF] = perf_of(result, latencies.pop(id(result), None))
+        latency = latencies.pop(id(result), None)
+        if store is None:
+            result[keys.NG_PERF] = perf_of(result, latency)
+        else:
+            observe_row(store, row, result, latency)
         rollouts.write(result)
         progress.success(row[keys.AGENT_REF]["name"], float(result[keys.REWARD]))
         if prior.attempts:

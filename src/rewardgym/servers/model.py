@@ -18,18 +18,36 @@ Subclass contract::
   replayed as server-sent events (:mod:`rewardgym.servers.sse`).
 - A method the subclass does not implement answers 501. Upstream failures answer 502/504 (base app).
 - :class:`CallContext` gives the subclass the caller's session id (for sticky routing) and cookies.
+- Trajectory capture (NeMo Gym 0.7.0's observability): the same two routes are also served under
+  ``/ng-rollout/<rollout id>/``; with ``observability_enabled`` each such call — answered, failed or
+  streamed — is appended to ``<model_call_capture_dir>/<rollout id>.capture.jsonl``
+  (:mod:`rewardgym.observe.capture`) *before* its answer is sent, so a caller that got the answer finds
+  the line. Calls without the prefix are never captured.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response as HttpResponse
 
+from rewardgym.errors import RewardGymError
+from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
+from rewardgym.observe.capture import (
+    ROLLOUT_ID_PATTERN,
+    ROLLOUT_PREFIX,
+    CaptureStore,
+    call_line,
+    status_category,
+)
 from rewardgym.protocol import ChatCompletion, ChatCompletionCreateParams, Response, ResponseCreateParams
 from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig
@@ -57,10 +75,41 @@ def _with_object(result: Response | ChatCompletion) -> Response | ChatCompletion
     return result
 
 
+Handler = Callable[[Request], Awaitable[HttpResponse]]
+
+
+def _failure_status(exc: BaseException) -> tuple[int | None, str]:
+    """The status the app answers ``exc`` with (as :func:`rewardgym.servers.base.build_app`'s handlers),
+    and its capture ``error_category``."""
+    status: int | None
+    if isinstance(exc, ApiError):
+        status = exc.status
+    elif isinstance(exc, UpstreamHTTPError) and exc.status == 429:
+        status = 429
+    elif isinstance(exc, UpstreamError):
+        status = exc.http_status
+    elif isinstance(exc, RequestValidationError):
+        status = 422
+    elif isinstance(exc, StarletteHTTPException):
+        status = exc.status_code
+    elif isinstance(exc, RewardGymError):
+        status = 400
+    elif isinstance(exc, asyncio.CancelledError):
+        return None, "cancelled"
+    else:
+        return 500, "exception"
+    return status, status_category(status) or "exception"
+
+
 class ModelServer(BaseServer[MC]):
     """Base of model servers; see the module docstring."""
 
     config_class: ClassVar[type[ServerConfig]] = ServerConfig
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        folder = self.config.model_call_capture_dir
+        self.capture = CaptureStore(folder) if self.config.observability_enabled and folder else None
 
     async def responses(self, params: ResponseCreateParams, ctx: CallContext) -> Response:
         raise ApiError(501, f"{type(self).__name__} does not serve the Responses API", kind="not_implemented")
@@ -78,6 +127,43 @@ class ModelServer(BaseServer[MC]):
         app.add_api_route("/v1/responses", self._responses_route, methods=["POST"])
         app.add_api_route("/v1/chat/completions", self._chat_route, methods=["POST"])
         app.add_api_route("/v1/models", self._models_route, methods=["GET"])
+        prefix = f"/{ROLLOUT_PREFIX}/{{rollout_id}}"
+        app.add_api_route(f"{prefix}/v1/responses", self._captured_responses, methods=["POST"])
+        app.add_api_route(f"{prefix}/v1/chat/completions", self._captured_chat, methods=["POST"])
+
+    async def _captured_responses(self, request: Request) -> HttpResponse:
+        return await self._captured(request, "responses", self._responses_route)
+
+    async def _captured_chat(self, request: Request) -> HttpResponse:
+        return await self._captured(request, "chat", self._chat_route)
+
+    async def _captured(self, request: Request, dialect: str, handler: Handler) -> HttpResponse:
+        """Serve ``handler`` and, with capture on, append the call's line before answering."""
+        rollout_id = str(request.path_params.get("rollout_id", ""))
+        if self.capture is None or not ROLLOUT_ID_PATTERN.match(rollout_id):
+            return await handler(request)
+        raw = await request.body()  # Starlette keeps it: the handler reads the same bytes
+        sessions = request.headers.getlist("x-session-id")
+        line = functools.partial(
+            call_line,
+            dialect=dialect,
+            model_name=self.config.name,
+            started=time.time(),
+            started_clock=time.perf_counter(),
+            request=raw,
+            session_id=sessions[0] if len(sessions) == 1 else None,
+        )
+        try:
+            answer = await handler(request)
+        except BaseException as exc:
+            status, category = _failure_status(exc)
+            record = line(status=status, response=None, streamed=False, error_category=category)
+            await asyncio.shield(asyncio.to_thread(self.capture.append, rollout_id, record))
+            raise
+        streamed = (answer.media_type or "").startswith(EVENT_STREAM)
+        record = line(status=answer.status_code, response=bytes(answer.body), streamed=streamed)
+        await asyncio.to_thread(self.capture.append, rollout_id, record)
+        return answer
 
     def _context(self, request: Request) -> CallContext:
         return CallContext(session_id=self.session_id(request), cookies=request.cookies)
