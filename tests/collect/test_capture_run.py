@@ -83,6 +83,21 @@ def test_capture_on_fills_the_rows_and_keeps_no_secret(tmp_path: Path, upstream:
             == call["token_stats"]["prompt_tokens"]
             == row["response"]["usage"]["input_tokens"]
         )
+    # the closing health check sees the evidence: every trajectory check evaluated, nothing found
+    verdicts = _rows(tmp_path / "out" / "rollouts_rollout_verdicts.jsonl")
+    assert {(v["verdict"], len(v["findings"]), len(v["unobserved"])) for v in verdicts} == {("healthy", 0, 0)}
+    assert "Rollout health: 10 checked, 10 healthy, 0 unhealthy, 0 unobserved" in run.stdout
+
+
+def test_capture_off_rows_are_unobserved(tmp_path: Path, upstream: ThreadedServer) -> None:
+    run = _run(tmp_path, upstream)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = _rows(tmp_path / "out" / "rollouts.jsonl")
+    assert not any("ng_trajectory" in row or "ng_model_call_capture" in row for row in rows)
+    assert all(row["ng_perf"]["token_observability_coverage"] == 1.0 for row in rows)  # ours, as before
+    verdicts = _rows(tmp_path / "out" / "rollouts_rollout_verdicts.jsonl")
+    assert {v["verdict"] for v in verdicts} == {"unobserved"}
+    assert "Rollout health: 10 checked, 0 healthy, 0 unhealthy, 10 unobserved" in run.stdout
 
 
 def test_capture_settings_are_checked_before_anything_starts(
