@@ -5,25 +5,15 @@ in ``<capture dir>/<rollout id>.capture.jsonl`` and the rows carry NeMo Gym 0.7.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from rewardgym.launch.serve import ThreadedServer
-from tests.collect.test_e2e_stack import API_KEY, STACK
-from tests.conftest import EXAMPLES, REPO_ROOT
-
-
-def _gym(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "rewardgym", *args], cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=300, check=False,
-    )  # fmt: skip
+from tests.collect.test_e2e_stack import API_KEY, STACK, _gym
+from tests.conftest import EXAMPLES
 
 
 def _run(tmp_path: Path, upstream: ThreadedServer, *extra: str) -> subprocess.CompletedProcess[str]:

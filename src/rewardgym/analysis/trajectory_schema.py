@@ -16,16 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-_RECORD = {
-    "schema_version",
-    "task_id",
-    "rollout_id",
-    "invocations",
-    "turns",
-    "model_calls",
-    "tool_calls",
-    "gaps",
-}
+from rewardgym.observe.projection import METADATA_KEYS, TRAJECTORY_KEYS
+
+_RECORD = set(TRAJECTORY_KEYS)
 _INVOCATION = {
     "kind", "invocation_id", "parent_invocation_id", "spawned_by_tool_call_id", "status", "duration_ms",
     "error_type", "model_calls", "conversation",
@@ -39,11 +32,7 @@ _CALL = {
     "model_call_id", "started_at", "completed_at", "duration_ms", "request", "response", "response_metadata",
     "token_stats",
 }  # fmt: skip
-_METADATA = {
-    "response_id", "model_ref", "model", "dialect", "status_code", "response_status", "finish_reason",
-    "upstream_attempted", "response_source", "upstream_status_code", "local_response_reason",
-    "error_category", "latency_ttft_ms",
-}  # fmt: skip
+_METADATA = set(METADATA_KEYS)
 _STATS = {"prompt_tokens", "completion_tokens", "reasoning_tokens", "total_tokens", "cached_tokens"}
 _TOOL = {
     "kind", "invocation_id", "tool_call_id", "sandbox_id", "tool_name", "started_at", "completed_at",

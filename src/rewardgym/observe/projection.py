@@ -34,17 +34,11 @@ from typing import Any
 from rewardgym.observe.capture import CaptureStore, rollout_id_of
 from rewardgym.observe.trajectory import gap, task_id_of
 
-_TRAJECTORY_KEYS = (
-    "schema_version",
-    "task_id",
-    "rollout_id",
-    "invocations",
-    "turns",
-    "model_calls",
-    "tool_calls",
-    "gaps",
-)
-_METADATA_KEYS = (
+TRAJECTORY_KEYS = (
+    "schema_version", "task_id", "rollout_id", "invocations", "turns", "model_calls", "tool_calls", "gaps",
+)  # fmt: skip
+"""The keys of a trajectory record, in its order."""
+METADATA_KEYS = (
     "response_id", "model_ref", "model", "dialect", "status_code", "response_status", "finish_reason",
     "upstream_attempted", "response_source", "upstream_status_code", "local_response_reason",
     "error_category", "latency_ttft_ms",
@@ -144,8 +138,8 @@ def capture_of(store: CaptureStore, rollout_id: str) -> dict[str, Any]:
 
 
 def _model_call(call: Mapping[str, Any]) -> dict[str, Any]:
-    metadata = dict.fromkeys(_METADATA_KEYS)
-    metadata.update({k: call[k] for k in _METADATA_KEYS if call.get(k) is not None})
+    metadata = dict.fromkeys(METADATA_KEYS)
+    metadata.update({k: call[k] for k in METADATA_KEYS if call.get(k) is not None})
     response = call.get("response")
     if (
         metadata["response_status"] is None
@@ -172,7 +166,7 @@ def _model_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _valid_producer(value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) - set(_TRAJECTORY_KEYS):
+    if not isinstance(value, dict) or set(value) - set(TRAJECTORY_KEYS):
         return False
     lists = ("invocations", "turns", "model_calls", "tool_calls", "gaps")
     return all(isinstance(value.get(k, []), list) for k in lists) and all(
