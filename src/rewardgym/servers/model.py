@@ -18,11 +18,12 @@ Subclass contract::
   replayed as server-sent events (:mod:`rewardgym.servers.sse`).
 - A method the subclass does not implement answers 501. Upstream failures answer 502/504 (base app).
 - :class:`CallContext` gives the subclass the caller's session id (for sticky routing) and cookies.
-- Trajectory capture (NeMo Gym 0.7.0's observability): the same two routes are also served under
-  ``/ng-rollout/<rollout id>/``; with ``observability_enabled`` each such call — answered, failed or
-  streamed — is appended to ``<model_call_capture_dir>/<rollout id>.capture.jsonl``
-  (:mod:`rewardgym.observe.capture`) *before* its answer is sent, so a caller that got the answer finds
-  the line. Calls without the prefix are never captured.
+- Trajectory capture (NeMo Gym 0.7.0's observability): the app serves ``/ng-rollout/<rollout id>/<path>``
+  as ``<path>`` (:mod:`rewardgym.servers.app`); with ``observability_enabled`` each such call of the two
+  routes above — answered, failed or streamed — is appended to
+  ``<model_call_capture_dir>/<rollout id>.capture.jsonl`` (:mod:`rewardgym.observe.capture`) *before* its
+  answer is sent, so a caller that got the answer finds the line. Calls without the prefix are never
+  captured.
 """
 
 from __future__ import annotations
@@ -42,13 +43,12 @@ from starlette.responses import Response as HttpResponse
 from rewardgym.errors import RewardGymError
 from rewardgym.http.errors import UpstreamError, UpstreamHTTPError
 from rewardgym.observe.capture import (
-    ROLLOUT_ID_PATTERN,
-    ROLLOUT_PREFIX,
     CaptureStore,
     call_line,
     status_category,
 )
 from rewardgym.protocol import ChatCompletion, ChatCompletionCreateParams, Response, ResponseCreateParams
+from rewardgym.servers.app import ROLLOUT_SCOPE_KEY
 from rewardgym.servers.base import BaseServer
 from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import ApiError
@@ -127,21 +127,12 @@ class ModelServer(BaseServer[MC]):
         app.add_api_route("/v1/responses", self._responses_route, methods=["POST"])
         app.add_api_route("/v1/chat/completions", self._chat_route, methods=["POST"])
         app.add_api_route("/v1/models", self._models_route, methods=["GET"])
-        prefix = f"/{ROLLOUT_PREFIX}/{{rollout_id}}"
-        app.add_api_route(f"{prefix}/v1/responses", self._captured_responses, methods=["POST"])
-        app.add_api_route(f"{prefix}/v1/chat/completions", self._captured_chat, methods=["POST"])
 
-    async def _captured_responses(self, request: Request) -> HttpResponse:
-        return await self._captured(request, "responses", self._responses_route)
-
-    async def _captured_chat(self, request: Request) -> HttpResponse:
-        return await self._captured(request, "chat", self._chat_route)
-
-    async def _captured(self, request: Request, dialect: str, handler: Handler) -> HttpResponse:
-        """Serve ``handler`` and, with capture on, append the call's line before answering."""
-        rollout_id = str(request.path_params.get("rollout_id", ""))
-        if self.capture is None or not ROLLOUT_ID_PATTERN.match(rollout_id):
-            return await handler(request)
+    async def _captured(
+        self, request: Request, dialect: str, handler: Handler, rollout_id: str
+    ) -> HttpResponse:
+        """Serve ``handler`` and append the call's capture line before answering."""
+        assert self.capture is not None
         raw = await request.body()  # Starlette keeps it: the handler reads the same bytes
         sessions = request.headers.getlist("x-session-id")
         line = functools.partial(
@@ -169,6 +160,12 @@ class ModelServer(BaseServer[MC]):
         return CallContext(session_id=self.session_id(request), cookies=request.cookies)
 
     async def _responses_route(self, request: Request) -> HttpResponse:
+        rollout_id = request.scope.get(ROLLOUT_SCOPE_KEY)
+        if rollout_id is not None and self.capture is not None:
+            return await self._captured(request, "responses", self._serve_responses, rollout_id)
+        return await self._serve_responses(request)
+
+    async def _serve_responses(self, request: Request) -> HttpResponse:
         raw = await request.body()
         params = parse_body(ResponseCreateParams, raw)
         if not params.stream:
@@ -182,6 +179,12 @@ class ModelServer(BaseServer[MC]):
         return HttpResponse(body, media_type=EVENT_STREAM)
 
     async def _chat_route(self, request: Request) -> HttpResponse:
+        rollout_id = request.scope.get(ROLLOUT_SCOPE_KEY)
+        if rollout_id is not None and self.capture is not None:
+            return await self._captured(request, "chat", self._serve_chat, rollout_id)
+        return await self._serve_chat(request)
+
+    async def _serve_chat(self, request: Request) -> HttpResponse:
         raw = await request.body()
         params = parse_body(ChatCompletionCreateParams, raw)
         if not params.stream:
