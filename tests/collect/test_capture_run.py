@@ -109,3 +109,16 @@ def test_capture_settings_are_checked_before_anything_starts(
         assert fragment in run.stdout + run.stderr
         assert len((run.stdout + run.stderr).strip().splitlines()) == 1
         assert not (tmp_path / "out").exists()
+
+
+def test_env_start_checks_the_capture_settings_too(tmp_path: Path) -> None:
+    run = _gym(
+        "env", "start", "--resources-server", "mcqa", "--model-type", "vllm_model", "--model-url",
+        "http://127.0.0.1:1/v1", "--model", "m", "--model-api-key", "abcdefgh",
+        "++observability_enabled=true", "++model_call_capture_dir=rel", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 1
+    assert run.stderr.strip() == (
+        "Error: model_call_capture_dir: must be an absolute directory when observability_enabled is true, "
+        "got 'rel'"
+    )

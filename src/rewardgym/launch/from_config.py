@@ -28,6 +28,7 @@ from typing import Any
 
 from rewardgym.config import GymConfig
 from rewardgym.config.instances import ServerInstance
+from rewardgym.config.observability import capture_dir
 from rewardgym.config.ports import DEFAULT_PORT_RANGE, pick_free_port
 from rewardgym.config.secrets import registered_secrets
 from rewardgym.errors import ConfigError
@@ -84,6 +85,7 @@ def child_specs(cfg: GymConfig, *, log_dir: Path) -> list[ChildSpec]:
     instances = cfg.instances
     if not instances:
         raise ConfigError("the config defines no server instances (use --config, --resources-server, …)")
+    capture_dir(cfg)  # a missing or relative capture directory: one line, before anything starts
     ports = _replica_ports(cfg)
     peers: dict[str, str | list[str]] = {}
     for name, inst in instances.items():
