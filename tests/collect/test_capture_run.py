@@ -14,6 +14,7 @@ import orjson
 from rewardgym.launch.serve import ThreadedServer
 from tests.collect.test_e2e_stack import API_KEY, STACK, _gym
 from tests.conftest import EXAMPLES
+from tests.stubs.openai_stub import StubState, start_stub
 
 
 def _run(tmp_path: Path, upstream: ThreadedServer, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -122,3 +123,50 @@ def test_env_start_checks_the_capture_settings_too(tmp_path: Path) -> None:
         "Error: model_call_capture_dir: must be an absolute directory when observability_enabled is true, "
         "got 'rel'"
     )
+
+
+TOOL_STACK = """\
+policy_model:
+  responses_api_models:
+    openai_model:
+      openai_base_url: ${policy_base_url}
+      openai_api_key: ${policy_api_key}
+      openai_model: ${policy_model_name}
+weather:
+  resources_servers:
+    example_single_tool_call:
+      domain: agent
+weather_agent:
+  responses_api_agents:
+    simple_agent:
+      resources_server: {type: resources_servers, name: weather}
+      model_server: {type: responses_api_models, name: policy_model}
+"""
+
+
+def test_a_tool_episode_is_captured_call_by_call(tmp_path: Path) -> None:
+    upstream, stub = start_stub(StubState(mode="tool_then_answer", text="It is sunny."))
+    try:
+        (tmp_path / "stack.yaml").write_text(TOOL_STACK)
+        rows = EXAMPLES / "example_single_tool_call" / "example.jsonl"
+        captures = tmp_path / "calls"
+        run = _gym(
+            "eval", "run", "--config", "stack.yaml", "--model-url", f"{upstream.url}/v1", "--model", "stub",
+            "--model-api-key", API_KEY, "--input", str(rows), "--agent", "weather_agent", "--limit", "3",
+            "--output", "out/rollouts.jsonl", "++observability_enabled=true",
+            f"++model_call_capture_dir={captures}", cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        stub.released = True
+        upstream.stop()
+    assert run.returncode == 0, run.stdout + run.stderr
+    for row in _rows(tmp_path / "out" / "rollouts.jsonl"):
+        trajectory = row["ng_trajectory"]
+        assert [t["step_count"] for t in trajectory["turns"]] == [1, 1]
+        assert [c["tool_name"] for c in trajectory["tool_calls"]] == ["get_weather"]
+        assert trajectory["tool_calls"][0]["status"] == "completed"
+        assert len(trajectory["model_calls"]) == row["ng_model_call_capture"]["metrics"]["num_calls"] == 2
+        assert row["ng_perf"]["num_turns"] == 2 and row["ng_perf"]["num_tool_calls"] == 1
+        assert row["ng_perf"]["token_observability_coverage"] == 1.0
+    verdicts = _rows(tmp_path / "out" / "rollouts_rollout_verdicts.jsonl")
+    assert {(v["verdict"], len(v["findings"])) for v in verdicts} == {("healthy", 0)}
