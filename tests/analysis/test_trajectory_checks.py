@@ -199,6 +199,7 @@ def test_verdict_rows_follow_nemo_gym(tmp_path: Path) -> None:
     clean = _record([_call("c1", "r1")], [_turn(1, "r1")])
     failing = copy.deepcopy(clean)
     failing["_ng_task_index"] = 1
+    failing["_ng_rollout_id"] = "custom.1"  # NeMo Gym's verdict row names a rollout by it
     failing["ng_trajectory"]["task_id"] = "1"
     failing["ng_trajectory"]["turns"][0]["task_id"] = "1"
     failing["ng_trajectory"]["model_calls"][0]["response_metadata"]["status_code"] = 500
@@ -214,6 +215,7 @@ def test_verdict_rows_follow_nemo_gym(tmp_path: Path) -> None:
         "rollout_ended_on_failed_model_call",
         "model_call_failed",
     ]
+    assert rows[1]["rollout_id"] == "custom.1" and rows[2]["rollout_id"] == "2-0"
     assert rows[2]["unobserved"] == list(TRAJECTORY_CHECKS)
     assert rows[3]["unobserved"] == [
         "check_execution_error", "rollout_duplicate_identity", *TRAJECTORY_CHECKS,

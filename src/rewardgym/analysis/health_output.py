@@ -67,7 +67,7 @@ def _verdict_row(columns: RolloutColumns, health: Health, i: int) -> bytes:
     row = {
         "_ng_task_index": task,
         "_ng_rollout_index": rollout,
-        "rollout_id": f"{task}-{rollout}",
+        "rollout_id": evidence.rollout_id if evidence and evidence.rollout_id else f"{task}-{rollout}",
         "verdict": "unhealthy" if findings else "unobserved" if unobserved else "healthy",
         "findings": findings,
         "unobserved": unobserved,

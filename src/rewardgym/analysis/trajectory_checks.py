@@ -64,6 +64,8 @@ class RecordChecks:
     findings: list[dict[str, Any]] = field(default_factory=list)
     unobserved: list[str] = field(default_factory=list)
     has_trajectory: bool = False
+    rollout_id: str | None = None
+    """``_ng_rollout_id``, else the trajectory's ``rollout_id`` (NeMo Gym's verdict-row id); None: neither."""
     policy_calls_observed: bool = False
     turn_success: int = 0
     """Successful turn-bound calls."""
@@ -272,6 +274,10 @@ def evaluate(record: Mapping[str, Any], ignored: Collection[str] = ()) -> Record
     out = RecordChecks()
     active = [c for c in TRAJECTORY_CHECKS if c not in ignored]
     trajectory = record.get("ng_trajectory")
+    named = record.get("_ng_rollout_id")
+    if named is None and isinstance(trajectory, dict):
+        named = trajectory.get("rollout_id")
+    out.rollout_id = None if named is None else str(named)
     if trajectory is None:
         out.unobserved = active
         return out
