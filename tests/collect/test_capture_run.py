@@ -125,13 +125,7 @@ def test_env_start_checks_the_capture_settings_too(tmp_path: Path) -> None:
     )
 
 
-TOOL_STACK = """\
-policy_model:
-  responses_api_models:
-    openai_model:
-      openai_base_url: ${policy_base_url}
-      openai_api_key: ${policy_api_key}
-      openai_model: ${policy_model_name}
+TOOL_STACK = STACK.split("mcqa:")[0] + """\
 weather:
   resources_servers:
     example_single_tool_call:
