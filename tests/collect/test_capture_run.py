@@ -125,7 +125,9 @@ def test_env_start_checks_the_capture_settings_too(tmp_path: Path) -> None:
     )
 
 
-TOOL_STACK = STACK.split("mcqa:")[0] + """\
+TOOL_STACK = (
+    STACK.split("mcqa:")[0]
+    + """\
 weather:
   resources_servers:
     example_single_tool_call:
@@ -136,6 +138,7 @@ weather_agent:
       resources_server: {type: resources_servers, name: weather}
       model_server: {type: responses_api_models, name: policy_model}
 """
+)
 
 
 def test_a_tool_episode_is_captured_call_by_call(tmp_path: Path) -> None:
