@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("protocol", "registry"),
     ("io",),
     ("config",),
+    ("observe",),  # trajectory capture: the capture files, the agent's record, the collector's join
     ("profile", "http"),  # the profiler is a library over io; the HTTP client is below every server
     ("metrics",),  # pass@k, key metrics, aggregate metrics (the profiler's baseline, lazily)
     ("servers",),  # the server framework

@@ -7,6 +7,10 @@ model server; the stub is reported separately and not counted as ours), and the 
 
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 200000 --concurrency 256 --rss-only
+    .venv/bin/python benchmarks/collect/throughput.py --rollouts 5000 --concurrency 64 --observability
+
+``--observability`` runs the stack and the collector with NeMo Gym's trajectory capture on
+(``++observability_enabled=true ++model_call_capture_dir=<tmp>/calls``) and also reports the capture's size.
 
 Targets (issue): >= 1,000 rollouts/s and <= 2.5 ms CPU per rollout summed over our processes; collector
 peak RSS flat from 20k to 200k rows.
@@ -61,6 +65,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--rss-only", action="store_true", help="only report the collector's peak RSS")
+    parser.add_argument("--observability", action="store_true", help="with trajectory capture on")
     parser.add_argument(
         "--py-spy", type=Path, default=None, metavar="DIR",
         help="also sample every process with py-spy (collapsed stacks in DIR/<name>.txt)",
@@ -76,6 +81,8 @@ def main() -> None:
             row["uuid"] = f"bench-{i}"
             handle.write(orjson.dumps(row) + b"\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    capture = ["++observability_enabled=true", f"++model_call_capture_dir={work / 'calls'}"]
+    capture = capture if args.observability else []
     stub_port, head_port = free_port(), free_port()
     stub = subprocess.Popen(
         [sys.executable, "-m", "tests.stubs.openai_stub", "--port", str(stub_port), "--no-record"],
@@ -89,7 +96,8 @@ def main() -> None:
     )
     servers = subprocess.Popen(
         [sys.executable, "-m", "rewardgym", "env", "start", "--config", str(work / "stack.yaml"),
-         "--resources-server", "mcqa", f"++head_server.port={head_port}", "--log-dir", str(work / "logs")],
+         "--resources-server", "mcqa", f"++head_server.port={head_port}", "--log-dir", str(work / "logs"),
+         *capture],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert servers.stdout is not None
@@ -111,7 +119,7 @@ def main() -> None:
         [sys.executable, "-m", "rewardgym", "eval", "run", "--no-serve", "--head-url",
          f"http://127.0.0.1:{head_port}", "--input", str(work / "in.jsonl"), "--output",
          str(work / "out" / "rollouts.jsonl"), "--agent", "mcqa_simple_agent", "--concurrency",
-         str(args.concurrency), "--disable-aggregation", "--no-health-check"],
+         str(args.concurrency), "--disable-aggregation", "--no-health-check", *capture],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     proc = psutil.Process(collector.pid)
@@ -178,6 +186,12 @@ def main() -> None:
     print(
         f"ours total: {1000 * total / done:.3f} ms CPU/rollout (stub upstream: {1000 * stub_cpu / done:.3f})"
     )
+    if args.observability:
+        files = list((work / "calls").glob("*.capture.jsonl"))
+        size = sum(f.stat().st_size for f in files)
+        rows = (work / "out" / "rollouts.jsonl").stat().st_size
+        each = size / len(files)
+        print(f"capture: {len(files)} files, {each:.0f} B each; rollouts {rows / done:.0f} B/row")
     print(f"load average: {os.getloadavg()}")
 
 

@@ -10,8 +10,9 @@ import numpy as np
 import orjson
 
 from rewardgym.analysis import analyze_files
-from rewardgym.analysis.check_ids import ALL_CHECKS
+from rewardgym.analysis.check_ids import ALL_CHECKS, NEMO_ONLY_CHECKS
 from rewardgym.analysis.health_output import TaskEntries, health_summary, summary_bytes
+from rewardgym.analysis.trajectory_checks import TRAJECTORY_CHECKS
 from tests.analysis.helpers import inputs_for, read_lines, rollout, write
 from tests.profile.helpers import cli
 
@@ -33,7 +34,9 @@ def test_healthy_run_has_no_findings(tmp_path: Path) -> None:
     result = _run(tmp_path, rows)
     assert result.analysis.health.verdict == "healthy"
     verdicts = read_lines(tmp_path / "run_rollout_verdicts.jsonl")
-    assert [v["verdict"] for v in verdicts] == ["healthy"] * 6
+    # no ng_trajectory: NeMo Gym 0.7.0's trajectory checks cannot run, so every verdict is unobserved
+    assert [v["verdict"] for v in verdicts] == ["unobserved"] * 6
+    assert verdicts[0]["unobserved"] == list(TRAJECTORY_CHECKS)
     assert list(verdicts[0]) == [
         "_ng_task_index",
         "_ng_rollout_index",
@@ -78,7 +81,7 @@ def test_each_problem_is_found_with_evidence_and_fix(tmp_path: Path) -> None:
     assert health.verdict == "unhealthy"
     summary = orjson.loads((tmp_path / "run_quality_summary.json").read_bytes())
     assert list(summary) == ["run", "tasks", "rewardgym"]
-    assert list(summary["run"]["issues"]) == list(ALL_CHECKS)
+    assert list(summary["run"]["issues"]) == [*ALL_CHECKS, *NEMO_ONLY_CHECKS]
     assert summary["run"]["issues"]["rollout_duplicate_identity"] == 2
     assert summary["tasks"]["9"]["flags"] == ["task_no_successful_model_calls"]
     assert summary["tasks"]["3"]["flags"] == ["repeats_identical"]
@@ -92,7 +95,7 @@ def test_health_check_command_reports_unreadable_lines(tmp_path: Path) -> None:
     run = cli("eval", "health-check", str(tmp_path))
     assert run.returncode == 4, run.stderr  # unhealthy: the documented exit code
     assert run.stdout.splitlines()[:2] == [
-        "Rollout health: 3 checked, 2 healthy, 1 unhealthy, 0 unobserved",
+        "Rollout health: 3 checked, 0 healthy, 1 unhealthy, 2 unobserved",
         f"Quality summary: {tmp_path / 'rollouts_quality_summary.json'}",
     ]
     assert "Health: unhealthy" in run.stdout and "record_unreadable" in run.stdout
@@ -188,7 +191,7 @@ def test_ignored_checks_do_not_run_and_are_recorded(tmp_path: Path) -> None:
     run = cli(*args, "--ignore-checks", "no_extracted_answer, repeats_identical,model_call_failed")
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[0] == (
-        "Rollout health: 5 checked, 4 healthy, 1 unhealthy, 0 unobserved "
+        "Rollout health: 5 checked, 0 healthy, 1 unhealthy, 4 unobserved "
         "(ignored: model_call_failed, no_extracted_answer, repeats_identical)"
     )
     summary = orjson.loads((tmp_path / "rollouts_quality_summary.json").read_bytes())
@@ -205,7 +208,10 @@ def test_ignored_checks_do_not_run_and_are_recorded(tmp_path: Path) -> None:
     checks = {f["check"] for f in summary["rewardgym"]["findings"]}
     assert "no_extracted_answer" not in checks and "reward_out_of_range" in checks
     verdicts = read_lines(tmp_path / "rollouts_rollout_verdicts.jsonl")
-    assert [v["verdict"] for v in verdicts] == ["healthy"] * 4 + ["unhealthy"]
+    assert [v["verdict"] for v in verdicts] == ["unobserved"] * 4 + ["unhealthy"]
+    assert "model_call_failed" not in verdicts[0]["unobserved"]  # an ignored check is never unobserved
+    assert coverage["model_call_failed"] == {"evaluated": 0, "unobserved": 0, "ignored": 5}
+    assert coverage["rollout_missing_agent_turns"] == {"evaluated": 0, "unobserved": 5, "ignored": 0}
     assert path.is_file()
     for bad, fragment in (
         (("--ignore-checks", "a,,b"), "empty check id"),

@@ -84,6 +84,6 @@ def test_missing_token_counts_are_found_per_rollout(tmp_path: Path) -> None:
     assert {"check": "model_call_missing_token_counts", "detail": {"missing": ["prompt_tokens"]}} in verdicts[
         1, 0
     ]["findings"]
-    assert verdicts[1, 1]["verdict"] == "healthy"
+    assert verdicts[1, 1]["verdict"] == "unobserved" and not verdicts[1, 1]["findings"]
     finding = {f.check: f for f in result.analysis.health.findings}["model_call_missing_token_counts"]
     assert (finding.count, finding.severity, finding.examples) == (2, "warning", [(0, 1), (1, 0)])

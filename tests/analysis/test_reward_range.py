@@ -129,5 +129,5 @@ async def test_run_records_the_declared_range_and_its_health_check_uses_it(
     assert await proc.wait() == 0, output
     fingerprint = orjson.loads((tmp_path / "out" / "rollouts_run.json").read_bytes())
     assert fingerprint["settings"]["reward_range"] == [0.0, 5.0]
-    assert "Rollout health: 6 checked, 6 healthy, 0 unhealthy, 0 unobserved" in output
+    assert "Rollout health: 6 checked, 0 healthy, 0 unhealthy, 6 unobserved" in output
     assert "reward_out_of_range" not in output

@@ -35,7 +35,7 @@ async def test_run_prints_the_health_verdict(tmp_path: Path, agent: StubAgent) -
     code, output = await _run(tmp_path, agent)
     assert code == 0, output
     out = tmp_path / "out"
-    assert "Rollout health: 6 checked, 4 healthy, 2 unhealthy, 0 unobserved" in output
+    assert "Rollout health: 6 checked, 0 healthy, 2 unhealthy, 4 unobserved" in output
     assert f"Quality summary: {Path('out/rollouts_quality_summary.json')}" in output
     assert "Health: unhealthy" in output
     assert "reward_out_of_range: 2 rewards (33.3 %) lie outside the declared range [0, 1]" in output

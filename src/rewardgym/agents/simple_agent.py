@@ -29,13 +29,19 @@ Episode loop (one model call per step; ``input`` as a string becomes one user me
   output. Append ``{"type": "function_call_output", "call_id", "output"}`` per call;
 - stop when ``max_steps`` is set and reached (checked after the step's tools), or at ``step_limit``.
 The result is the last model response with ``output`` = every item of every step and ``usage`` = the sum.
+
+Observability (``observability_enabled``, NeMo Gym 0.7.0): ``/run`` sends its model calls to
+``<model>/ng-rollout/<rollout id>/v1/responses`` (the model server captures them, :mod:`rewardgym.observe`)
+and records the episode's trajectory (:class:`~rewardgym.observe.trajectory.TrajectoryRecorder`), returned as
+``ng_trajectory`` in the answer. A row whose ``_ng_rollout_id`` is not a valid id is refused (422).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -57,6 +63,8 @@ from rewardgym.http.errors import (
     error_kind,
     error_message,
 )
+from rewardgym.observe.capture import ROLLOUT_PREFIX, rollout_id_of
+from rewardgym.observe.trajectory import TrajectoryRecorder
 from rewardgym.protocol import AggregateMetrics, FunctionCall, Message, Response, ResponseCreateParams, keys
 from rewardgym.registry import register
 from rewardgym.servers.base import BaseServer
@@ -120,6 +128,8 @@ class Episode:
     response: dict[str, Any]
     resources_cookies: dict[str, str]
     model_cookies: dict[str, str]
+    conversation: list[Any] = field(default_factory=list)
+    """The input (a string as one user message) plus every output item."""
 
 
 def invalid_arguments_output(exc: Exception) -> str:
@@ -163,20 +173,24 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
             raise
 
     async def call_model(
-        self, params: dict[str, Any], cookies: dict[str, str]
+        self, params: dict[str, Any], cookies: dict[str, str], path: str = "/v1/responses"
     ) -> tuple[dict[str, Any], Response]:
-        reply = await self._post(f"{self.model_url}/v1/responses", json=params, cookies=cookies)
+        reply = await self._post(f"{self.model_url}{path}", json=params, cookies=cookies)
         cookies.update(reply.cookies)
         raw = reply.json()
         return raw, reply.parse(Response, raw)
 
     async def call_tool(self, call: FunctionCall, cookies: dict[str, str]) -> str:
+        return (await self.run_tool(call, cookies))[0]
+
+    async def run_tool(self, call: FunctionCall, cookies: dict[str, str]) -> tuple[str, str | None]:
+        """The tool's output and, when it failed, its error type (NeMo Gym's trajectory wording)."""
         try:
             args = orjson.loads(call.arguments)
         except (orjson.JSONDecodeError, TypeError) as exc:
-            return invalid_arguments_output(exc)
+            return invalid_arguments_output(exc), "JSONDecodeError"
         if not TOOL_NAME.match(call.name):
-            return orjson.dumps({"error": f"Invalid tool name: {call.name[:200]!r}"}).decode()
+            return orjson.dumps({"error": f"Invalid tool name: {call.name[:200]!r}"}).decode(), "ValueError"
         reply = await self.http.post(
             f"{self.resources_url}/{call.name}",
             json=args,
@@ -185,10 +199,16 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
             raise_for_status=False,
         )
         cookies.update(reply.cookies)
-        return reply.text()
+        return reply.text(), None if 200 <= reply.status < 400 else f"http_{reply.status}"
 
     async def episode(
-        self, params: dict[str, Any], resources_cookies: dict[str, str], model_cookies: dict[str, str]
+        self,
+        params: dict[str, Any],
+        resources_cookies: dict[str, str],
+        model_cookies: dict[str, str],
+        *,
+        model_path: str = "/v1/responses",
+        recorder: TrajectoryRecorder | None = None,
     ) -> Episode:
         """Run the loop for ``params`` (a JSON dict of ResponseCreateParams with the fields as given)."""
         # The loop needs whole responses: streaming is the caller's choice for the episode, not the model's.
@@ -201,35 +221,59 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
         usage: dict[str, Any] | None = None
         last: dict[str, Any] = {}
         limit = self.config.max_steps or self.config.step_limit
-        for _step in range(limit):
-            raw, response = await self.call_model(
-                {**params, "input": [*(original or []), *outputs]}, m_cookies
-            )
+        for step in range(1, limit + 1):
+            question = [*(original or []), *outputs]
+            asked = time.time()
+            raw, response = await self.call_model({**params, "input": question}, m_cookies, model_path)
+            if recorder is not None:
+                recorder.turn(asked, question, raw)
             last = raw
             outputs.extend(raw.get("output") or [])
             usage = accumulate_usage(usage, raw.get("usage"))
             if response.incomplete_details is not None:
+                if recorder is not None:
+                    recorder.status = "incomplete"
                 break
             calls = [item for item in response.output if isinstance(item, FunctionCall)]
             if not calls and any(isinstance(i, Message) and i.role == "assistant" for i in response.output):
                 break
             for call in calls:
-                output = await self.call_tool(call, rs_cookies)
+                started, clock = time.time(), time.perf_counter()
+                output, error = await self.run_tool(call, rs_cookies)
+                if recorder is not None:
+                    ms = (time.perf_counter() - clock) * 1000.0
+                    recorder.tool(call.model_dump(), started, time.time(), ms, error, output)
                 outputs.append({"type": "function_call_output", "call_id": call.call_id, "output": output})
+            if recorder is not None and self.config.max_steps and step >= self.config.max_steps:
+                recorder.status = "incomplete"
         final = {**last, "output": outputs, "usage": usage}
-        return Episode(final, rs_cookies, m_cookies)
+        return Episode(final, rs_cookies, m_cookies, [*(original or []), *outputs])
 
     async def run(self, row: dict[str, Any], raw_row: bytes, cookies: dict[str, str]) -> bytes:
         """One rollout of ``row``; returns the verify reply body (see the module docstring)."""
+        rollout_id = recorder = None
+        path = "/v1/responses"
+        if self.config.observability_enabled:
+            try:
+                rollout_id = rollout_id_of(row)
+            except ValueError as exc:
+                raise ApiError(422, str(exc), kind="validation_error") from None
+            if rollout_id is not None:
+                recorder = TrajectoryRecorder(self.config.model_server.name)
+                path = f"/{ROLLOUT_PREFIX}/{rollout_id}/v1/responses"
         seed = await self._post(f"{self.resources_url}/seed_session", data=raw_row, cookies=cookies)
         rs_cookies = {**cookies, **seed.cookies}
-        episode = await self.episode(row[keys.RESPONSES_CREATE_PARAMS], rs_cookies, {})
+        episode = await self.episode(
+            row[keys.RESPONSES_CREATE_PARAMS], rs_cookies, {}, model_path=path, recorder=recorder
+        )
         if self.config.skip_verification:
             result = row | {
                 keys.RESPONSE: episode.response,
                 keys.REWARD: self.config.skip_verification_reward,
                 "verification_skipped": True,
             }
+            if recorder is not None and rollout_id is not None:
+                result["ng_trajectory"] = recorder.record(row, rollout_id, episode.conversation, None)
             return orjson.dumps(result | {k: v for k, v in RUN_OUTCOME.items() if k not in result})
         try:
             reply = await self._post(
@@ -244,6 +288,10 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
         except UpstreamError as exc:
             # Said by its error type, so the collector classifies it without reading the message.
             raise ApiError(exc.http_status, f"verify failed: {exc}", kind=VERIFIER_ERROR_KIND) from None
+        if recorder is not None and rollout_id is not None:
+            trajectory = recorder.record(row, rollout_id, episode.conversation, verified.get("resolved"))
+            traced = verified | {"ng_trajectory": trajectory}
+            return with_run_outcome(orjson.dumps(traced), traced)
         return with_run_outcome(reply.body, verified)
 
     # ----------------------------------------------------------------- routes

@@ -51,6 +51,7 @@ from rewardgym.analysis.sidecars import (
     wall_time,
     written_files,
 )
+from rewardgym.analysis.trajectory_evidence import read_trajectory_evidence
 from rewardgym.errors import DataError
 from rewardgym.io.memory import release_freed_memory
 from rewardgym.io.outputs import atomic_writer, guard_outputs
@@ -157,6 +158,7 @@ def analyze_files(
         wall_time_s=wall_time(materialized_file, rollouts),
         run_file=run_file,
         uncollected_tasks=_uncollected(scan, materialized, materialized_file, failure_tasks),
+        trajectory=read_trajectory_evidence(Path(rollouts), scan.columns, settings.ignored_checks),
     )
     analysis = analyze_columns(scan.columns, settings, facts)
     release_freed_memory()  # the statistics' temporaries: not resident while the files are written

@@ -2,8 +2,8 @@
 
 Contract: :func:`ignored_check_ids` takes a comma string or a list (``--ignore-checks a,b``,
 ``++health_check_ignored_checks=[a,b]``) and returns the ids stripped, blanks dropped, de-duplicated and
-sorted; an id that is neither one of :data:`ALL_CHECKS` nor one of NeMo Gym's that rewardgym does not run
-(:data:`NEMO_ONLY_CHECKS`, accepted and only recorded as ignored) is a ``ValueError`` in NeMo Gym's words
+sorted; an id that is neither one of :data:`ALL_CHECKS` nor one of NeMo Gym's trajectory-only checks
+(:data:`NEMO_ONLY_CHECKS`) is a ``ValueError`` in NeMo Gym's words
 ("Unknown rollout health check(s): a, b"). No numpy here: ``gym eval run`` checks the ids before it starts.
 """
 
@@ -37,7 +37,8 @@ NEMO_ONLY_CHECKS = (
     "model_call_failed",
     "rollout_token_count_mismatch",
 )
-"""NeMo Gym 0.7.0's check ids that read the trajectory capture, which rewardgym does not run (yet)."""
+"""NeMo Gym 0.7.0's check ids that only its trajectory rules give (:mod:`rewardgym.analysis.trajectory_checks`
+runs them on lines with ``ng_trajectory``; ``check_execution_error`` never fires here)."""
 
 
 def ignored_check_ids(value: object, *, refuse_blank: bool = False) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from rewardgym.analysis.grpo import (
 from rewardgym.analysis.health import health_checks
 from rewardgym.analysis.health_types import Health
 from rewardgym.analysis.length import length_analysis, task_tokens_per_solve
+from rewardgym.analysis.trajectory_evidence import TrajectoryEvidence
 from rewardgym.analysis.uncertainty import (
     CONFIDENCE,
     DEFAULT_EPSILON,
@@ -72,6 +73,8 @@ class RunFacts:
     run_file: dict[str, Any] | None = None
     uncollected_tasks: np.ndarray | None = None
     """Tasks of the materialized inputs with neither a rollout nor a failure record (None: not known)."""
+    trajectory: TrajectoryEvidence | None = None
+    """The trajectory checks of the lines with ``ng_trajectory`` (None: no line has one)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ def analyze_columns(columns: RolloutColumns, settings: Settings, facts: RunFacts
         failure_classes=facts.failure_classes, failure_tasks=facts.failure_tasks,
         materialized=facts.materialized, unreadable=facts.unreadable,
         uncollected_tasks=facts.uncollected_tasks, ignored=settings.ignored_checks,
+        trajectory=facts.trajectory,
     )  # fmt: skip
     p_equal = forecast.all_equal(settings.default_group)
     bands = band_table(passes)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from rewardgym.analysis.trajectory_evidence import TrajectoryEvidence
 from rewardgym.stats.arrays import BoolArray, IntArray
 
 
@@ -61,6 +62,8 @@ class Health:
     unreadable: int
     ignored: tuple[str, ...] = ()
     """The check ids that did not run, sorted."""
+    trajectory: TrajectoryEvidence = field(default_factory=TrajectoryEvidence)
+    """The trajectory checks of the lines that carry ``ng_trajectory``."""
 
     @property
     def unhealthy(self) -> BoolArray:
@@ -68,9 +71,25 @@ class Health:
         out = np.zeros(flags[0].shape[0], np.bool_) if flags else np.zeros(0, np.bool_)
         for flag in flags:
             out |= flag
-        return out
+        return out | self.trajectory.unhealthy(out.shape[0])
+
+    def unobserved_rows(self, unhealthy: BoolArray) -> BoolArray:
+        """Rows whose verdict is ``unobserved`` (not unhealthy, and a trajectory check was unobserved)."""
+        return unobserved_rows(self.trajectory, self.ignored, unhealthy)
 
     @property
     def verdict(self) -> str:
         severities = {f.severity for f in self.findings}
         return "unhealthy" if "error" in severities else "warnings" if severities else "healthy"
+
+
+def unobserved_rows(
+    trajectory: TrajectoryEvidence, ignored: tuple[str, ...], unhealthy: BoolArray
+) -> BoolArray:
+    """Rows whose verdict is ``unobserved``: not unhealthy, and a trajectory check was unobserved (on a line
+    without a trajectory: any trajectory check not ignored)."""
+    default = bool(trajectory.unobserved(-1, ignored))
+    out = np.full(unhealthy.shape[0], default, np.bool_)
+    for i, checks in trajectory.rows.items():
+        out[i] = bool(checks.unobserved)
+    return out & ~unhealthy

@@ -18,17 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from rewardgym.analysis.check_ids import ALL_CHECKS, ROLLOUT_CHECKS, TASK_CHECKS
+from rewardgym.analysis.check_ids import ALL_CHECKS, NEMO_ONLY_CHECKS, ROLLOUT_CHECKS, TASK_CHECKS
 from rewardgym.analysis.columns import RolloutColumns
 from rewardgym.analysis.health_types import Health
 
 
 def issue_counts(health: Health, unreadable: int) -> dict[str, int]:
     """Per check, the rollouts (rollout checks) or tasks (task checks) it flagged: ``run.issues``."""
-    issues = dict.fromkeys(ALL_CHECKS, 0)
+    issues = dict.fromkeys((*ALL_CHECKS, *NEMO_ONLY_CHECKS), 0)
     for check in ROLLOUT_CHECKS:
         issues[check] = int(np.count_nonzero(health.rollout_flags[check]))
     issues["record_unreadable"] = unreadable
+    for checks in health.trajectory.rows.values():  # NeMo Gym counts findings
+        for finding in checks.findings:
+            issues[finding["check"]] += 1
     for check in TASK_CHECKS:
         issues[check] = int(np.count_nonzero(health.task_flags[check]))
     issues["task_no_successful_model_calls"] += int(health.failure_tasks.shape[0])
@@ -71,7 +74,9 @@ def health_view(columns: RolloutColumns, health: Health, unreadable: int) -> Hea
     return HealthView(
         records=len(columns) + unreadable,
         unhealthy_rollouts=int(np.count_nonzero(bad)) + unreadable,
-        rollout_issues=[(c, issues[c]) for c in ("record_unreadable", *ROLLOUT_CHECKS) if issues[c]],
+        rollout_issues=[
+            (c, issues[c]) for c in ("record_unreadable", *ROLLOUT_CHECKS, *NEMO_ONLY_CHECKS) if issues[c]
+        ],
         tasks=int(health.task_ids.shape[0]) + failure_only,
         tasks_flagged=int(np.count_nonzero(flagged)) + failure_only,
         tasks_with_unhealthy_rollouts=sick_tasks,

@@ -45,6 +45,7 @@ from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
 from rewardgym.collect.settings import CollectSettings
 from rewardgym.config import GymConfig
+from rewardgym.config.observability import capture_dir
 from rewardgym.errors import DataError, UsageError
 from rewardgym.io.inputs import refuse_special_input
 
@@ -198,6 +199,7 @@ def _collect_settings(flags: RunFlags, cfg: GymConfig, output: Path, source: Inp
         fingerprint_settings=fingerprint | ({} if adaptive_record is None else {"adaptive": adaptive_record}),
         read_files=read_files(cfg, prompt_path),
         adaptive=policy,
+        capture_dir=capture_dir(cfg),
     )
 
 

@@ -22,6 +22,8 @@ from rewardgym.collect.progress import CollectionProgress
 from rewardgym.collect.resume import PriorRun, key_of
 from rewardgym.collect.rollout_fields import LEGACY_RESULT_TYPE, perf_of, relay_name
 from rewardgym.io.jsonl import JsonlAppender
+from rewardgym.observe.capture import CaptureStore
+from rewardgym.observe.projection import observe_row
 from rewardgym.protocol import keys
 
 Row = dict[str, Any]
@@ -47,14 +49,19 @@ def failure_row(row: Row, failure: AttemptFailure, attempts: int) -> Row:
     return record
 
 
-def nemo_fields(relays: Mapping[str, str]) -> Projection:
-    """NeMo Gym 0.7.0's per-row fields (:mod:`rewardgym.collect.rollout_fields`), in its key order."""
+def nemo_fields(relays: Mapping[str, str], store: CaptureStore | None = None) -> Projection:
+    """NeMo Gym 0.7.0's per-row fields (:mod:`rewardgym.collect.rollout_fields`), in its key order; with a
+    capture ``store`` (``++observability_enabled``) the capture, the trajectory and 0.7.0's ``ng_perf``
+    (:mod:`rewardgym.observe.projection`) instead of our ``ng_perf``."""
 
     def project(row: Row, result: Row, latency_ms: float | None) -> None:
         agent = row[keys.AGENT_REF]["name"]
         result[keys.ENVIRONMENT_SERVER] = relays.get(agent) or relay_name(agent, None)
         result[keys.RESULT_TYPE] = LEGACY_RESULT_TYPE
-        result[keys.NG_PERF] = perf_of(result, latency_ms)
+        if store is None:
+            result[keys.NG_PERF] = perf_of(result, latency_ms)
+        else:
+            observe_row(store, row, result, latency_ms)
 
     return project
 
@@ -69,6 +76,7 @@ class RolloutRecorder:
         prior: PriorRun,
         projections: Sequence[Projection],
         observers: Sequence[Callable[[Row], None]] = (),
+        before_attempt: Callable[[Row], None] | None = None,
     ) -> None:
         self._rollouts = JsonlAppender(outputs.rollouts, encode=stored_line)
         self._failures = JsonlAppender(outputs.failures, encode=stored_line)
@@ -76,6 +84,7 @@ class RolloutRecorder:
         self._prior_attempts = prior.attempts
         self._projections = tuple(projections)
         self._observers = tuple(observers)
+        self._before_attempt = before_attempt
         # The wall clock of each successful /run, keyed by the result object until on_success (called at
         # once after the attempt, in the same task) takes it: the dispatcher stays unaware of timing.
         self._latencies: dict[int, float] = {}
@@ -88,6 +97,8 @@ class RolloutRecorder:
         """``run`` (one ``/run`` call) with its wall clock kept for the row's ``ng_perf``."""
 
         async def send(row: Row) -> Row:
+            if self._before_attempt is not None:
+                self._before_attempt(row)
             started = time.perf_counter()
             result = await run(row)
             self._latencies[id(result)] = (time.perf_counter() - started) * 1000.0

@@ -29,6 +29,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import IO, Any
 
 from rewardgym.collect.adaptive import RoundsResult, run_rounds
@@ -50,6 +51,8 @@ from rewardgym.collect.rollout_fields import relay_names
 from rewardgym.collect.runlock import run_lock
 from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
+from rewardgym.observe.capture import CaptureStore
+from rewardgym.observe.projection import clear_capture
 from rewardgym.stats.adaptive import AdaptivePolicy
 
 __all__ = ["CollectSummary", "failure_row", "format_summary", "run_collection"]
@@ -99,7 +102,11 @@ async def _collect(
     # The aggregate metrics' rows, gathered as they are written when this run writes the whole file.
     streamed = StreamedGroups() if not settings.disable_aggregation and not prior.done else None
     observers = [streamed.add] if streamed is not None else []
-    recorder = RolloutRecorder(outputs, progress, prior, [nemo_fields(relay_names(agent_urls))], observers)
+    store = CaptureStore(settings.capture_dir) if settings.capture_dir is not None else None
+    # A retried attempt starts from an empty capture, as in NeMo Gym.
+    clear = partial(clear_capture, store) if store is not None else None
+    projections = [nemo_fields(relay_names(agent_urls), store)]
+    recorder = RolloutRecorder(outputs, progress, prior, projections, observers, before_attempt=clear)
     run = _Run(settings, outputs, agent_urls, headers, recorder)
     if on_dispatcher is not None:
         on_dispatcher(run.dispatcher)

@@ -43,6 +43,9 @@ class CollectSettings:
     read_files: tuple[tuple[Path, str], ...] = ()
     """Other files the command reads (config files, ``--prompt-config``), each with what it is: no output
     may be one of them."""
+    capture_dir: Path | None = None
+    """``++model_call_capture_dir`` when ``++observability_enabled``: rows get the capture, the trajectory and
+    0.7.0's ``ng_perf`` (:mod:`rewardgym.observe.projection`); None keeps rows as they are without it."""
     adaptive: AdaptivePolicy | None = None
     """``--adaptive``: materialize ``initial`` repeats, then rounds (:mod:`rewardgym.collect.adaptive`). On
     resume, None means "as the run was started" (its fingerprint says)."""

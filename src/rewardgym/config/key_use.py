@@ -48,6 +48,7 @@ READ_BY: Final[Mapping[str, str]] = {
     "mlflow_experiment_name": _TRACKERS, "mlflow_run_name": _TRACKERS, "mlflow_tracking_token": _TRACKERS,
     "mlflow_tracking_uri": _TRACKERS, "wandb_api_key": _TRACKERS, "wandb_entity": _TRACKERS,
     "wandb_name": _TRACKERS, "wandb_project": _TRACKERS,
+    "observability_enabled": "config/observability.py", "model_call_capture_dir": "config/observability.py",
 }  # fmt: skip
 """Setting → the module that reads it (path below ``src/rewardgym/``)."""
 
@@ -56,7 +57,6 @@ _HUB = "rewardgym does not reach a dataset hub or model registry (docs/reference
 _NO_COMMAND = "it configures a NeMo Gym command rewardgym does not offer (docs/reference/nemo_gym_parity.md)"
 _ROW = "it is a data-row key, not a setting"
 _ROUTING = "rows go to their agent_ref's agent; routing by environment server is not implemented"
-_CAPTURE = "model-call capture (NeMo Gym's observability) is not implemented yet"
 
 
 def _flag(flag: str) -> str:
@@ -73,8 +73,8 @@ NOT_SUPPORTED: Final[Mapping[str, str]] = {
     "entrypoint": "an entrypoint belongs to a server instance, not to the top level",
     "environment_routing_mode": _ROUTING, "environment_server_name": _ROUTING,
     "environment_server_routes": _ROUTING,
-    "head_server_deps": _VENV, "hf_token": _HUB, "json": _flag("--json"), "model_call_capture_dir": _CAPTURE,
-    "observability_enabled": _CAPTURE, "pip_install_verbose": _VENV, "python_version": _VENV,
+    "head_server_deps": _VENV, "hf_token": _HUB, "json": _flag("--json"),
+    "pip_install_verbose": _VENV, "python_version": _VENV,
     "query": "NeMo Gym's status query is not offered; use `gym env status`",
     "ray_head_node_address": _flag("gym env start --ray"), "results_dir": _flag("--output"),
     "server_spinup_timeout_seconds": _flag("--startup-timeout"), "skip_venv_if_present": _VENV,

@@ -4,7 +4,8 @@ Contract:
 - :func:`child_specs`: one :class:`~rewardgym.launch.child_spec.ChildSpec` per server instance, in config
   order. Each config is the instance's resolved fields plus ``name``, ``host``, ``port``, ``peers`` (every
   other instance's URL) and the run-wide defaults the instance does not set itself: ``log_dir``,
-  ``log_level``, ``auth_token``; and every secret value registered in this process (``secrets``, so the
+  ``log_level``, ``auth_token``, ``observability_enabled``, ``model_call_capture_dir``; and every
+  secret value registered in this process (``secrets``, so the
   child masks what the supervisor masks). Nothing is imported: building specs is cheap, so children can be
   spawned at once.
 - Replicas: an instance with ``replicas: N`` (an integer ≥ 1, default 1) gives N specs of the same name;
@@ -27,12 +28,13 @@ from typing import Any
 
 from rewardgym.config import GymConfig
 from rewardgym.config.instances import ServerInstance
+from rewardgym.config.observability import capture_dir
 from rewardgym.config.ports import DEFAULT_PORT_RANGE, pick_free_port
 from rewardgym.config.secrets import registered_secrets
 from rewardgym.errors import ConfigError
 from rewardgym.launch.child_spec import ChildSpec, server_class
 
-RUN_DEFAULTS = ("log_level", "auth_token")
+RUN_DEFAULTS = ("log_level", "auth_token", "observability_enabled", "model_call_capture_dir")
 
 
 def replica_count(inst: ServerInstance) -> int:
@@ -83,6 +85,7 @@ def child_specs(cfg: GymConfig, *, log_dir: Path) -> list[ChildSpec]:
     instances = cfg.instances
     if not instances:
         raise ConfigError("the config defines no server instances (use --config, --resources-server, …)")
+    capture_dir(cfg)  # a missing or relative capture directory: one line, before anything starts
     ports = _replica_ports(cfg)
     peers: dict[str, str | list[str]] = {}
     for name, inst in instances.items():

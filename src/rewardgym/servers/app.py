@@ -19,11 +19,15 @@ Contract of :class:`ServerApp` (what :func:`rewardgym.servers.base.build_app` re
   user middleware, apps built with ``direct_dispatch=False``) goes through the regular FastAPI stack.
 - The dispatch table is built at the first request from the routes present then; routes added later are
   served by the FastAPI stack.
+- A path ``/ng-rollout/<rollout id>/<rest>`` (NeMo Gym 0.7.0's rollout correlation) is served as
+  ``/<rest>``, with the id in ``scope["rewardgym.rollout_id"]`` (:data:`ROLLOUT_SCOPE_KEY`): model servers
+  capture such calls (:mod:`rewardgym.servers.model`), every other server just serves them.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
@@ -38,6 +42,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from rewardgym.http import deadline
+from rewardgym.observe.capture import ROLLOUT_ID_PATTERN, ROLLOUT_PREFIX
 from rewardgym.servers.middleware import BodyTooLarge, Gate, LastResortMiddleware, send_json
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -84,6 +89,11 @@ def _direct_endpoint(route: APIRoute) -> Endpoint | None:
 
         return by_name
     return None
+
+
+ROLLOUT_SCOPE_KEY = "rewardgym.rollout_id"
+_ROLLOUT_START = f"/{ROLLOUT_PREFIX}/"
+_ROLLOUT_PATH = re.compile(rf"^/{ROLLOUT_PREFIX}/(?P<id>{ROLLOUT_ID_PATTERN.pattern[1:-1]})(?P<rest>/.*)$")
 
 
 class ServerApp(FastAPI):
@@ -133,6 +143,9 @@ class ServerApp(FastAPI):
         head = gate.read_head(scope["headers"])
         method: str = scope["method"]
         path: str = scope["path"]
+        if path.startswith(_ROLLOUT_START) and (match := _ROLLOUT_PATH.match(path)) is not None:
+            path = match.group("rest")
+            scope = {**scope, "path": path, "raw_path": path.encode(), ROLLOUT_SCOPE_KEY: match.group("id")}
         if not head.authorized and not (method == "GET" and path == "/"):
             await send_json(send, 401, gate.unauthorized_body)
             return

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 
 from rewardgym.errors import ConfigError
 from rewardgym.http.balancer import Router
@@ -25,6 +25,7 @@ from rewardgym.http.config import HttpClientConfig
 from rewardgym.protocol.headers import valid_secret_value
 
 _CONFIG = ConfigDict(extra="forbid")
+CAPTURE_DIR_RULE = "must be an absolute directory when observability_enabled is true (NeMo Gym 0.7.0's rule)"
 
 ServerKind = Literal["responses_api_models", "resources_servers", "responses_api_agents"]
 
@@ -118,8 +119,23 @@ class ServerConfig(BaseModel):
     num_workers: int | None = None
     """Accepted for NeMo Gym compatibility; a server runs one worker process."""
 
+    observability_enabled: bool = False
+    """NeMo Gym's ``observability_enabled`` (run-wide): model servers capture each call made on
+    ``/ng-rollout/<rollout id>/v1/...`` and agents record the trajectory (docs/collect.md)."""
+
+    model_call_capture_dir: Path | None = Field(None, validate_default=True)
+    """NeMo Gym's ``model_call_capture_dir`` (run-wide): where the capture files go; required and
+    absolute when ``observability_enabled``."""
+
     # The token travels as a header to every peer: a CR/LF in it is refused here, not put on the wire.
     _auth_token_is_one_header_line = field_validator("auth_token")(valid_secret_value)
+
+    @field_validator("model_call_capture_dir")
+    @classmethod
+    def _capture_dir_is_absolute(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if info.data.get("observability_enabled") and (value is None or not value.is_absolute()):
+            raise ValueError(CAPTURE_DIR_RULE)
+        return value
 
     def peer_url(self, ref: ServerRef, field: str) -> str:
         """Base URL of the referenced server; :class:`ConfigError` naming ``field`` when it cannot resolve."""
