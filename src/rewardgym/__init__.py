@@ -10,6 +10,8 @@ package imports only lower layers, listed above it; ``tests/test_layers.py`` enf
 - ``registry``: named classes for the extension points.
 - ``io``: streaming, crash-safe JSONL and whole-file I/O.
 - ``config``: YAML files, overrides, the server-instance graph, secret redaction.
+- ``observe``: trajectory capture — the model servers' capture files, the agent's record, the collector's
+  join (NeMo Gym's observability).
 - ``profile``: ``gym eval profile`` — per-task reward profiles, streaming.
 - ``http``: the outbound HTTP client of every server and the collector.
 - ``metrics``: metrics of verify responses (pass@k, key metrics, aggregates).
@@ -25,6 +27,7 @@ package imports only lower layers, listed above it; ``tests/test_layers.py`` enf
 - ``compare``: ``gym eval compare`` — checkpoints over the tasks they share.
 - ``export``: ``gym eval export`` — a run's files as tables.
 - ``dataset``: ``gym data select`` — reward profiles into training data.
+- ``curriculum``: the online curriculum service (``gym curriculum serve``) and its trainer adapters.
 - ``cli``: the ``gym`` command line.
 
 Data flows one way: config → servers; rows → collector → rollouts → profiler → reports.

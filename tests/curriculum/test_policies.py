@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from rewardgym.curriculum import Curriculum
-from rewardgym.curriculum.policy import POLICIES, policy_class
+from rewardgym.curriculum.catalog import policy_class
+from rewardgym.curriculum.policy import POLICIES
 from rewardgym.errors import UsageError
 
 G = 8

@@ -9,7 +9,8 @@ Contract of :func:`evaluate` (a parsed rollout line → :class:`RecordChecks`):
 * otherwise the evidence flags (``trajectory_observed``, ``turns_observed``, ``turn_call_scope_complete``,
   ``model_calls_observed``, from the gap codes), the normalised calls, the references and the two binding
   views (turn-bound and invocation-owned), and the nine checks in NeMo Gym's registry order, each either
-  unobserved by the gating of §2.2 or evaluated, with its findings (``{check, locator?, detail}``).
+  unobserved by the gating of docs/reference/health_check.md §2.2 or evaluated, with its findings
+  (``{check, locator?, detail}``).
 
 ``ignored`` checks neither run nor appear in ``unobserved``. :attr:`RecordChecks.turn_success` and
 :attr:`RecordChecks.policy_calls_observed` feed the task check ``task_no_successful_model_calls``.
@@ -127,7 +128,7 @@ def evaluate(record: Mapping[str, Any], ignored: Collection[str] = ()) -> Record
     prompt, completion = usage_tokens(record)
 
     def gated(check: str) -> bool:
-        """True when ``check`` is unobserved by §2.2's gating."""
+        """True when ``check`` is unobserved by the gating (docs/reference/health_check.md §2.2)."""
         if check in ("rollout_missing_agent_turns", "agent_turn_hollow"):
             return not turns_seen
         if check == "rollout_ended_on_failed_model_call":

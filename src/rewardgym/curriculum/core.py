@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rewardgym.curriculum.catalog import policy_class
 from rewardgym.curriculum.checks import check_counts, check_groups, check_tasks, fingerprint
 from rewardgym.curriculum.errors import BadReward, DuplicateReport, StateFileError, UnknownTask
 from rewardgym.curriculum.firstlook import FirstLooks
-from rewardgym.curriculum.policy import Indices, Policy, policy_class
+from rewardgym.curriculum.policy import Indices, Policy
 from rewardgym.curriculum.state import PENDING_MAX, TaskArrays
 from rewardgym.curriculum.status import CurriculumState
 from rewardgym.curriculum.store import (

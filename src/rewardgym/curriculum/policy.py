@@ -90,17 +90,6 @@ def register(name: str) -> Callable[[P], P]:
     return add
 
 
-def policy_class(name: str) -> type[Policy]:
-    import rewardgym.curriculum.expected_signal
-    import rewardgym.curriculum.policies
-    import rewardgym.curriculum.policies_baselines  # noqa: F401  (they register their policies)
-
-    found = POLICIES.get(name)
-    if found is None:
-        raise UsageError(f"unknown curriculum policy {name!r} (known: {', '.join(sorted(POLICIES))})")
-    return found
-
-
 def distinct_top(tasks: Indices, score: npt.NDArray[np.floating], n: int) -> Indices:
     """The ``n`` best-scored distinct tasks of ``tasks`` (which may repeat), best first."""
     if tasks.shape[0] == 0:
