@@ -13,6 +13,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The first install takes minutes (≈ 4-6 on a shared 2-core machine, 3 GB; the train extra — CPU torch, TRL,
 # veRL — adds ≈ 30 s of CPU; torch alone is 0.75 GB): each step says what it does, and pip
 # prints one line per package it fetches, so the terminal is never silent for long.
+VERL_HOOK := 0.7.1
 $(STAMP): pyproject.toml
 	@echo "[install 1/3] Python virtual environment in $(VENV)/ (gym will be $(BIN)/gym)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +21,9 @@ $(STAMP): pyproject.toml
 	@echo "[install 2/3] rewardgym and its dependencies (a line per package; ≈ 4-6 min the first time)"
 	@bash -o pipefail -c "$(BIN)/python -m pip install --progress-bar off -e '.[dev,train]' \
 		| { grep --line-buffered -E '^(Collecting|Successfully installed)' || true; } | cut -c1-100"
+	@# veRL 0.7.1, the last release with data.sampler / AbstractCurriculumSampler, declares numpy<2: it goes
+	@# without its dependencies into its own folder, which only the test of that hook puts on the path.
+	$(BIN)/python -m pip install --quiet --no-deps --upgrade --target $(VENV)/verl-$(VERL_HOOK) verl==$(VERL_HOOK)
 	@echo "[install 3/3] Debian's chromium for the report's browser tests (only when absent)"
 	@test -x $(CHROMIUM) || { echo "Installing Debian's chromium (for the report's browser tests)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }

@@ -152,44 +152,67 @@ def test_options_are_checked_and_state_persists(tmp_path: Path) -> None:
     assert resumed.curriculum.state().reports == BATCH
 
 
-OLD_VERL = """
-import sys, types
-from abc import abstractmethod
-from torch.utils.data import Sampler
+VERL_071 = """
+import sys
+from pathlib import Path
 
-# veRL <= 0.7.1's interface, restated: the releases that have it need numpy<2, so none is installed here.
-module = types.ModuleType("verl.experimental.dataset.sampler")
-class AbstractSampler(Sampler[int]):
-    @abstractmethod
-    def __init__(self, data_source, data_config): ...
-class AbstractCurriculumSampler(AbstractSampler):
-    @abstractmethod
-    def update(self, batch): ...
-module.AbstractSampler, module.AbstractCurriculumSampler = AbstractSampler, AbstractCurriculumSampler
-sys.modules[module.__name__] = module
-
+import numpy as np
+import verl
 from omegaconf import OmegaConf
-from rewardgym.curriculum.adapters.verl import VerlCurriculumSampler
-config = OmegaConf.create({"train_batch_size": 2, "sampler": {"group_size": 2}})
-sampler = VerlCurriculumSampler(range(8), config)
+from torchdata.stateful_dataloader import StatefulDataLoader
+from verl.experimental.dataset.sampler import AbstractCurriculumSampler, AbstractSampler
+from verl.trainer.main_ppo import create_rl_sampler
+from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+from tests.curriculum import test_verl as t, tiny_lm
+
+assert verl.__version__ == "0.7.1", verl.__version__
+tmp = Path(sys.argv[1])
+config = t._data_config(tmp, "sampler.seed=3")  # veRL 0.7.1's own legacy_data.yaml + the sampler lines
+dataset = RLHFDataset(config.train_files, tiny_lm.tokenizer(), config)
+sampler = create_rl_sampler(config, dataset)  # 0.7.1 loads the class and asserts it is an AbstractSampler
 assert isinstance(sampler, AbstractSampler) and isinstance(sampler, AbstractCurriculumSampler)
-assert len(list(sampler)) == 8 and sampler.curriculum.step == 4
+loader = StatefulDataLoader(  # as 0.7.1's RayPPOTrainer._create_dataloader builds the train loader
+    dataset=dataset, batch_size=config.train_batch_size, num_workers=config.dataloader_num_workers,
+    drop_last=True, collate_fn=collate_fn, sampler=sampler,
+)
+for _epoch in range(3):
+    for batch_dict in loader:
+        batch = t.scored(batch_dict)
+        if isinstance(loader.sampler, AbstractCurriculumSampler):  # 0.7.1's fit loop, after the reward step
+            loader.sampler.update(batch=batch)
+state = sampler.curriculum.state()
+assert state.reports == 3 * len(loader) * t.BATCH, state.reports
+solvable = np.array([task in t.SOLVABLE for task in range(t.TASKS)])
+seen = state.reported > 0
+assert state.p_informative[seen & solvable].min() > state.p_informative[seen & ~solvable].max()
 print("ok")
 """
 
 
-def test_on_verl_up_to_0_7_the_sampler_is_an_abstract_curriculum_sampler() -> None:
+def test_verl_0_7_1_builds_the_curriculum_sampler_from_data_sampler_and_updates_it(tmp_path: Path) -> None:
+    """The hook the veRL docs name (``data.sampler.class_path`` → ``AbstractCurriculumSampler``) with the
+    real veRL 0.7.1 from PyPI: its releases with the hook declare ``numpy<2``, so ``make install`` puts it,
+    without dependencies, into ``.venv/verl-0.7.1`` (our pinned torch, numpy 2, tensordict run it), and this
+    test puts that folder first on the path of a child interpreter."""
+    import os
     import subprocess
     import sys
 
     from tests.conftest import REPO_ROOT
 
+    target = Path(sys.prefix) / "verl-0.7.1"
+    assert (target / "verl" / "experimental" / "dataset" / "sampler.py").is_file(), (
+        f"veRL 0.7.1 is not installed in {target}: run `make install`"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(REPO_ROOT)])}
     out = subprocess.run(
-        [sys.executable, "-c", OLD_VERL],
+        [sys.executable, "-c", VERL_071, str(tmp_path)],
         cwd=REPO_ROOT,
+        env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-3000:]

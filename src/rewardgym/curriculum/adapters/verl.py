@@ -1,7 +1,8 @@
 """veRL's curriculum sampler: veRL asks it for the prompts of each step and hands it the scored batch.
 
 Configuration (veRL ≤ 0.7.1 builds the sampler from the config and calls :meth:`VerlCurriculumSampler.update`
-after every step; docs/curriculum.md has the full command line)::
+after every step — tested with the real veRL 0.7.1, ``tests/curriculum/test_verl.py``; docs/curriculum.md has
+the full command line)::
 
     data.sampler.class_path=pkg://rewardgym.curriculum.adapters.verl
     data.sampler.class_name=VerlCurriculumSampler
