@@ -19,16 +19,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
-import sys
 import tempfile
-import urllib.request
 from pathlib import Path
 
 import orjson
 import psutil
 import uvloop
-from throughput import ROOT, cpu_seconds, free_port, wait_http
+from throughput import cpu_seconds, start_stack
 
 from rewardgym.http.h1pool import H1Pool
 
@@ -56,30 +53,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rg-floor-"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    stub_port, head_port = free_port(), free_port()
-    stub = subprocess.Popen(
-        [sys.executable, "-m", "tests.stubs.openai_stub", "--port", str(stub_port), "--no-record"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    wait_http(f"http://127.0.0.1:{stub_port}/v1/models")
-    (work / "stack.yaml").write_text(
-        "policy_model:\n  responses_api_models:\n    openai_model:\n"
-        f"      openai_base_url: http://127.0.0.1:{stub_port}/v1\n      openai_api_key: bench\n"
-        "      openai_model: stub\n"
-    )
-    servers = subprocess.Popen(
-        [sys.executable, "-m", "rewardgym", "env", "start", "--config", str(work / "stack.yaml"),
-         "--resources-server", "mcqa", f"++head_server.port={head_port}", "--log-dir", str(work / "logs")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    assert servers.stdout is not None
-    for line in servers.stdout:
-        if "servers ready" in line:
-            break
-    else:
-        raise SystemExit("gym env start failed")
-    records = orjson.loads(urllib.request.urlopen(f"http://127.0.0.1:{head_port}/server_instances").read())
+    stack = start_stack(work)
+    stub, servers, stub_port, records = stack.stub, stack.servers, stack.stub_port, stack.records
     mcqa = next(r for r in records if r["name"] == "mcqa")
     mcqa_url = mcqa.get("url") or f"http://{mcqa['host']}:{mcqa['port']}"
     targets = [

@@ -25,7 +25,10 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psutil
@@ -58,25 +61,21 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rollouts", type=int, default=20000)
-    parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--rss-only", action="store_true", help="only report the collector's peak RSS")
-    parser.add_argument(
-        "--py-spy", type=Path, default=None, metavar="DIR",
-        help="also sample every process with py-spy (collapsed stacks in DIR/<name>.txt)",
-    )  # fmt: skip
-    args = parser.parse_args()
+@dataclass
+class Stack:
+    """The stub upstream and ``gym env start`` (mcqa + simple_agent + openai_model → stub), both running."""
 
-    work = Path(tempfile.mkdtemp(prefix="rg-bench-"))
-    rows = [orjson.loads(line) for line in EXAMPLE.read_bytes().splitlines()]
-    # Distinct tasks (each line unique) so the materialized file really has N rows of N/1 tasks.
-    with open(work / "in.jsonl", "wb") as handle:
-        for i in range(args.rollouts):
-            row = dict(rows[i % len(rows)])
-            row["uuid"] = f"bench-{i}"
-            handle.write(orjson.dumps(row) + b"\n")
+    stub: subprocess.Popen[bytes]
+    stub_port: int
+    servers: subprocess.Popen[str]
+    head_port: int
+    records: list[dict[str, Any]]
+    """The head server's ``/server_instances`` (name, pid, host, port … of each server)."""
+    env: dict[str, str]
+
+
+def start_stack(work: Path) -> Stack:
+    """Start the stub and the servers (config and logs under ``work``); returns once they are ready."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     stub_port, head_port = free_port(), free_port()
     stub = subprocess.Popen(
@@ -100,9 +99,32 @@ def main() -> None:
             break
     else:
         raise SystemExit("gym env start failed")
-    import urllib.request
-
     records = orjson.loads(urllib.request.urlopen(f"http://127.0.0.1:{head_port}/server_instances").read())
+    return Stack(stub, stub_port, servers, head_port, records, env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rollouts", type=int, default=20000)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--rss-only", action="store_true", help="only report the collector's peak RSS")
+    parser.add_argument(
+        "--py-spy", type=Path, default=None, metavar="DIR",
+        help="also sample every process with py-spy (collapsed stacks in DIR/<name>.txt)",
+    )  # fmt: skip
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="rg-bench-"))
+    rows = [orjson.loads(line) for line in EXAMPLE.read_bytes().splitlines()]
+    # Distinct tasks (each line unique) so the materialized file really has N rows of N/1 tasks.
+    with open(work / "in.jsonl", "wb") as handle:
+        for i in range(args.rollouts):
+            row = dict(rows[i % len(rows)])
+            row["uuid"] = f"bench-{i}"
+            handle.write(orjson.dumps(row) + b"\n")
+    stack = start_stack(work)
+    stub, servers, head_port, records = stack.stub, stack.servers, stack.head_port, stack.records
+    env = stack.env
     names = {"supervisor": psutil.Process(servers.pid)}
     names.update({r["name"]: psutil.Process(r["pid"]) for r in records})
     before = {name: cpu_seconds(proc) for name, proc in names.items()}
