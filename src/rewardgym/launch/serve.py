@@ -13,11 +13,17 @@ Contract:
   :class:`~rewardgym.servers.base.BaseServer`) or a bare ASGI app in a background thread on a real
   127.0.0.1 port (port 0 picks a free one) and waits for it to be serving, polling with a deadline; used
   by tests and benchmarks.
+- :data:`GC_THRESHOLDS`: a server process collects garbage cycles every 20,000 net allocations instead of
+  every 700 (each request allocates hundreds of short-lived containers, so the default ran a young-generation
+  collection every request or two: ≈ 2 % of a server's CPU at 10^3 rollouts/s). Cycles are still collected,
+  only in larger batches; :func:`serve_forever` sets it in the server's own process. (The collector keeps
+  the default: there the larger batches cost ≈ 10 MiB of peak RSS, and its RSS is to stay flat.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib.util
 import math
 import socket
@@ -32,6 +38,9 @@ from rewardgym.servers.config import ServerConfig
 if TYPE_CHECKING:  # uvicorn and the server base (FastAPI) are imported on use: check_port_free stays light
     import uvicorn
     from starlette.types import ASGIApp
+
+GC_THRESHOLDS = (20_000, 20, 20)
+"""``gc.set_threshold`` of a server process (see the module docstring)."""
 
 
 class Servable(Protocol):
@@ -95,6 +104,7 @@ def serve_forever(server: Servable) -> None:
     import uvicorn
 
     check_port_free(server.config.host, server.config.port)
+    gc.set_threshold(*GC_THRESHOLDS)
     uvicorn.Server(uvicorn_config(server)).run()
 
 
