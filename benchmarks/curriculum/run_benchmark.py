@@ -5,12 +5,12 @@ informative groups, unsolvable tasks) with the same rollout budget; the table re
 share of served groups that were informative, rollouts per informative group, the held-out pass rate
 when the budget is spent, and the rollouts and training steps to reach the target held-out pass rate.
 Means over the evaluation seeds (100, 101, …) — never the seeds the defaults were tuned on (``--tune``
-uses 0 and 1). Then the scenarios where ``expected-signal`` gains little or loses.
+uses 0 and 1, ``--tune-seeds 10`` 0–9). Then the scenarios where ``expected-signal`` gains little or loses.
 
 Usage::
 
     .venv/bin/python benchmarks/curriculum/run_benchmark.py [--seeds 5] [--json out.json]
-    .venv/bin/python benchmarks/curriculum/run_benchmark.py --tune     # the defaults' grid (seeds 0, 1)
+    .venv/bin/python benchmarks/curriculum/run_benchmark.py --tune [--tune-seeds 10] [--half-lives 400]
 
 Targets (issue 26): ``expected-signal`` ≥ 2.4× fewer rollouts per informative group than
 ``dynamic-sampling`` (uniform order, all-equal groups dropped), ≥ 1.2× fewer than ``greso`` and
@@ -113,22 +113,28 @@ def consistency(world: World, seeds: list[int]) -> float:
     return mean([train(world, "uniform", seed, record_consistency=True)[1] for seed in seeds])
 
 
-def tune(world: World) -> None:
-    """The grid the defaults were chosen from (tuning seeds 0 and 1 only)."""
+TUNE_CARRY = (0.35, 0.5, 0.7)
+TUNE_EXPLORE = (0.25, 0.5, 1.0, 1.25, 1.5, 2.0)
+TUNE_HALF_LIFE = (50.0, 100.0, 200.0, 400.0, 1000.0, math.inf)
+
+
+def tune(world: World, seeds: list[int], half_lives: tuple[float, ...]) -> None:
+    """The grid the defaults were chosen from (tuning seeds 0–9 only, never the evaluation seeds)."""
+    assert max(seeds) < EVAL_SEED, "tuning seeds must stay below the evaluation seeds"
     results = []
-    for carry, explore, half_life in itertools.product(
-        (0.35, 0.5, 0.7), (0.25, 0.5, 1.0), (50.0, 100.0, 200.0, 400.0, 1000.0, math.inf)
-    ):
+    for carry, explore, half_life in itertools.product(TUNE_CARRY, TUNE_EXPLORE, half_lives):
         runs = [
             train(
                 world, "expected-signal", seed, carry=carry, half_life=half_life, options={"explore": explore}
             )[0]
-            for seed in (0, 1)
+            for seed in seeds
         ]
         value = mean([r.rollouts_per_informative for r in runs])
         results.append((value, carry, explore, half_life))
         print(
-            f"carry {carry} explore {explore} half-life {half_life}: {value:.2f} rollouts / informative group"
+            f"carry {carry} explore {explore} half-life {half_life}: "
+            f"{value:.2f} rollouts / informative group",
+            flush=True,
         )
     best = min(results)
     print(f"\nbest: carry {best[1]}, explore {best[2]}, half-life {best[3]} ({best[0]:.2f})")
@@ -139,11 +145,20 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--scenario-seeds", type=int, default=3)
     parser.add_argument("--tune", action="store_true")
+    parser.add_argument("--tune-seeds", type=int, default=2, help="tune on seeds 0 … N−1 (N ≤ 10)")
+    parser.add_argument(
+        "--half-lives", help="comma-separated half-lives for --tune (default: the whole grid)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     world = World()
     if args.tune:
-        tune(world)
+        if not 1 <= args.tune_seeds <= 10:
+            parser.error("--tune-seeds must be 1 … 10 (seeds 0–9 are the tuning seeds)")
+        half_lives = (
+            tuple(float(v) for v in args.half_lives.split(",")) if args.half_lives else TUNE_HALF_LIFE
+        )
+        tune(world, list(range(args.tune_seeds)), half_lives)
         return
     started = time.process_time()
     seeds = list(range(EVAL_SEED, EVAL_SEED + args.seeds))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from benchmarks.curriculum.simulator import Policy_, Run, small, train
 
-SEEDS = (7, 8, 9)  # not the tuning seeds (0, 1) nor the benchmark's evaluation seeds (100 …)
+SEEDS = (20, 21, 22)  # not the tuning seeds (0–9) nor the benchmark's evaluation seeds (100 …)
 pytestmark = pytest.mark.slow
 POLICIES = ("dynamic-sampling", "greso", "thompson", "expected-signal")
 

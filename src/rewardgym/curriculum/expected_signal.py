@@ -36,7 +36,7 @@ class ExpectedSignal(Policy):
     """See the module docstring."""
 
     options: ClassVar[dict[str, Any]] = {
-        "explore": 0.5,
+        "explore": 1.25,
         "drift": True,
         "window": None,
         "quotas": None,
