@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import orjson
 
+from rewardgym.io.jsonl import iter_object_lines
+
 
 @dataclass(frozen=True)
 class AnalysisPaths:
@@ -79,13 +81,7 @@ def read_failures(path: Path) -> tuple[dict[str, int], np.ndarray, list[dict[str
     if not path.is_file():
         return classes, np.zeros(0, np.int64), examples
     with open(path, "rb") as handle:
-        for raw in handle:
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if not isinstance(row, dict):
-                continue
+        for row in iter_object_lines(handle):
             kind = row.get("_ng_failure_class")
             name = kind if isinstance(kind, str) else "unknown"
             classes[name] = classes.get(name, 0) + 1
@@ -121,14 +117,9 @@ def input_tasks(path: Path) -> np.ndarray | None:
     if not path.is_file():
         return None
     tasks: list[int] = []
-    loads = orjson.loads
     with open(path, "rb") as handle:
-        for raw in handle:
-            try:
-                row = loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            task = row.get("_ng_task_index") if type(row) is dict else None
+        for row in iter_object_lines(handle):
+            task = row.get("_ng_task_index")
             if type(task) is int:
                 tasks.append(task)
     try:

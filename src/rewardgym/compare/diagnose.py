@@ -21,6 +21,7 @@ import orjson
 from rewardgym.compare.identity import canonical
 from rewardgym.compare.match import Matching
 from rewardgym.compare.runs import RunTasks
+from rewardgym.io.jsonl import iter_object_lines
 
 _MAX_VALUE_CHARS = 40
 
@@ -33,12 +34,8 @@ def _rows(run: RunTasks, tasks: set[int]) -> dict[int, dict[str, Any]]:
         return found
     try:
         with open(path, "rb") as handle:
-            for raw in handle:
-                try:
-                    row = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                task = row.get("_ng_task_index") if isinstance(row, dict) else None
+            for row in iter_object_lines(handle):
+                task = row.get("_ng_task_index")
                 if type(task) is not int or task not in tasks or task in found:
                     continue
                 found[task] = row["sample"] if run.kind == "profile" else row

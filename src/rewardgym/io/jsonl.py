@@ -7,6 +7,8 @@ Contract:
   could be read but not written back) — raises :class:`~rewardgym.errors.DataError` naming ``file:line``
   and a short snippet of the line. A path that is not a regular file (a pipe, ``/dev/stdin``, a device) is
   refused by name before it is opened (see :func:`rewardgym.io.inputs.check_input_file`).
+- :func:`iter_object_lines` is the lenient reader of sidecars: the lines that are JSON objects, others
+  skipped.
 - :class:`JsonlAppender` writes one row per line and flushes after each row, so a crash loses at most the
   row being written. Opening it repairs a torn final line first (see :func:`repair_torn_tail`). A write
   that fails (a full disk, an I/O error) cuts the file back to its last whole row and raises
@@ -152,6 +154,19 @@ def iter_jsonl(
             if limit is not None and number > limit:
                 return
             yield number, parse_line(raw, path, number)
+
+
+def iter_object_lines(handle: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """The lines of an open JSONL file that parse to a JSON object, skipping every other line — for the
+    sidecar readers that count or look up what they can and never stop on a damaged line."""
+    loads = orjson.loads
+    for raw in handle:
+        try:
+            row = loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if type(row) is dict:
+            yield row
 
 
 def read_jsonl(path: str | os.PathLike[str], *, what: str = "File") -> list[dict[str, Any]]:
