@@ -8,6 +8,10 @@ model server; the stub is reported separately and not counted as ours), and the 
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 200000 --concurrency 256 --rss-only
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 5000 --concurrency 64 --observability
+    .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256 --colocate
+
+``--colocate`` starts the stack with ``++colocate=true`` (agent, environment and model server in one process,
+calling each other without a socket; :mod:`rewardgym.launch.colocate`).
 
 ``--observability`` runs the stack and the collector with NeMo Gym's trajectory capture on
 (``++observability_enabled=true ++model_call_capture_dir=<tmp>/calls``) and also reports the capture's size.
@@ -121,6 +125,9 @@ def main() -> None:
     parser.add_argument("--rss-only", action="store_true", help="only report the collector's peak RSS")
     parser.add_argument("--observability", action="store_true", help="with trajectory capture on")
     parser.add_argument(
+        "--colocate", action="store_true", help="serve the stack from one process (++colocate=true)"
+    )
+    parser.add_argument(
         "--py-spy", type=Path, default=None, metavar="DIR",
         help="also sample every process with py-spy (collapsed stacks in DIR/<name>.txt)",
     )  # fmt: skip
@@ -135,11 +142,14 @@ def main() -> None:
             row["uuid"] = f"bench-{i}"
             handle.write(orjson.dumps(row) + b"\n")
     capture = capture_overrides(work, args.observability)
-    stack = start_stack(work, capture)
+    stack = start_stack(work, [*capture, *(["++colocate=true"] if args.colocate else [])])
     stub, servers, head_port, records = stack.stub, stack.servers, stack.head_port, stack.records
     env = stack.env
     names = {"supervisor": psutil.Process(servers.pid)}
-    names.update({r["name"]: psutil.Process(r["pid"]) for r in records})
+    by_pid: dict[int, list[str]] = {}
+    for record in records:  # colocated servers share one process: count it once
+        by_pid.setdefault(record["pid"], []).append(record["name"])
+    names.update({" + ".join(group): psutil.Process(pid) for pid, group in by_pid.items()})
     before = {name: cpu_seconds(proc) for name, proc in names.items()}
     stub_before = cpu_seconds(psutil.Process(stub.pid))
 

@@ -53,8 +53,8 @@ RESERVED_KEYS: Final = NEMO_RESERVED_KEYS | frozenset(ROW_KEYS) | frozenset(
         "num_samples_in_parallel", "concurrency", "resume_from_cache", "prompt_config",
         "disable_aggregation", "split", "num_repeats_add_seed", "allow_partial_rollouts",
         "inputs", "rollouts", "log_dir", "log_level",
-        # placement of the servers on a Ray cluster (gym env start --ray)
-        "ray",
+        # placement of the servers on a Ray cluster (gym env start --ray); one process for all (colocate)
+        "ray", "colocate",
     }
 )  # fmt: skip
 """Top-level keys that are never server instances (NeMo Gym's list plus rewardgym's own settings)."""

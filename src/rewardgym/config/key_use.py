@@ -49,6 +49,7 @@ READ_BY: Final[Mapping[str, str]] = {
     "mlflow_tracking_uri": _TRACKERS, "wandb_api_key": _TRACKERS, "wandb_entity": _TRACKERS,
     "wandb_name": _TRACKERS, "wandb_project": _TRACKERS,
     "observability_enabled": "config/observability.py", "model_call_capture_dir": "config/observability.py",
+    "colocate": "config/colocation.py",
 }  # fmt: skip
 """Setting → the module that reads it (path below ``src/rewardgym/``)."""
 

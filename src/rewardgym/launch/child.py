@@ -7,7 +7,8 @@ Contract:
 - Registers the spec's ``secrets`` for redaction, then finds the server class
   (:func:`~rewardgym.launch.child_spec.server_class`: registry lookup of ``kind`` and ``implementation``),
   builds the server from ``config`` (construction and launching stay separate: this module only launches),
-  and serves until SIGINT/SIGTERM (graceful, bounded by ``graceful_shutdown_s``).
+  and serves until SIGINT/SIGTERM (graceful, bounded by ``graceful_shutdown_s``) — together with the spec's
+  ``companions`` when it hosts a colocated group (:mod:`rewardgym.launch.colocate`).
 - A user-caused failure (invalid config, port in use) prints one ``Error: …`` line to stderr and exits 1;
   stdout/stderr are the instance's log file, opened by the supervisor.
 - Binding: a server listens on a non-loopback address only when its launcher placed it on a cluster
@@ -85,7 +86,16 @@ def run(spec: ChildSpec) -> int:
 
         server = server_class(spec.kind, spec.implementation)(spec.config)
         attach_library_loggers(server.config.name, server.config.log_level)
-        serve_forever(server)
+        if not spec.companions:
+            serve_forever(server)
+            return 0
+        from rewardgym.launch.colocate import serve_together
+
+        servers = [server]
+        for companion in spec.companions:
+            check_bind(companion.name, companion.host, network_bind=False, token=None)
+            servers.append(server_class(companion.kind, companion.implementation)(companion.config))
+        serve_together(servers)
     except RewardGymError as exc:
         sys.stderr.write(f"Error: {spec.name}: {redact_text(str(exc))}\n")
         return 1

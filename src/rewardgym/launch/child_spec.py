@@ -57,6 +57,12 @@ class ChildSpec(BaseModel):
     """The instance's ``ray:`` block (``num_cpus``, ``num_gpus``, ``resources``, ``labels``,
     ``max_restarts``): read by the Ray launcher only."""
 
+    colocate: bool = False
+    """Serve this instance from one process with the stack's other colocated instances (``colocate: true``,
+    :mod:`rewardgym.launch.colocate`); only instances with one replica and no ``ray:`` block."""
+    companions: list[ChildSpec] = Field(default_factory=list, repr=False)
+    """Set by the supervisor on the spec whose process hosts a colocated group: the other instances that
+    process serves too."""
     network_bind: bool = False
     """The launcher placed this server on a cluster: it may bind a non-loopback address, and then only
     with the shared auth token (:func:`rewardgym.launch.child.check_bind`)."""

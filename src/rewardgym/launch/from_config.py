@@ -13,6 +13,8 @@ Contract:
   and every other instance sees the instance's peer entry as the list of all N URLs (its clients spread
   calls over them, :mod:`rewardgym.http.balancer`). The instance's ``ray:`` block (placement under Ray) is
   taken out of the server's config into :attr:`ChildSpec.placement`.
+- ``colocate: true`` marks every instance with one replica and no ``ray:`` block
+  (:attr:`ChildSpec.colocate`): the supervisor serves them from one process (:mod:`.colocate`).
 - :func:`validate_specs`: finds each class (:func:`rewardgym.registry.lookup`: a built-in name or
   ``module.path:Class``; it must be a :class:`~rewardgym.servers.base.BaseServer`) and validates each config,
   raising one :class:`ConfigError` naming ``<instance>.<field>``. The supervisor runs it while the children
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardgym.config import GymConfig
+from rewardgym.config.colocation import colocated
 from rewardgym.config.instances import ServerInstance
 from rewardgym.config.observability import capture_dir
 from rewardgym.config.ports import DEFAULT_PORT_RANGE, pick_free_port
@@ -86,6 +89,7 @@ def child_specs(cfg: GymConfig, *, log_dir: Path) -> list[ChildSpec]:
     if not instances:
         raise ConfigError("the config defines no server instances (use --config, --resources-server, …)")
     capture_dir(cfg)  # a missing or relative capture directory: one line, before anything starts
+    colocate = colocated(cfg)
     ports = _replica_ports(cfg)
     peers: dict[str, str | list[str]] = {}
     for name, inst in instances.items():
@@ -118,6 +122,7 @@ def child_specs(cfg: GymConfig, *, log_dir: Path) -> list[ChildSpec]:
                     replica=replica,
                     replicas=count,
                     placement=placement,
+                    colocate=colocate and count == 1 and not placement,
                 )
             )
     return specs

@@ -31,6 +31,9 @@ Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
   minus ``REWARDGYM_MODEL_API_KEY`` (:func:`~rewardgym.config.secrets.child_environ`). The instance records
   served by the head hold no secret.
 - Start-up probes use the standard library (:mod:`rewardgym.launch.probe`), not aiohttp.
+- Colocated instances (``colocate: true``, :mod:`.colocate`) share one child: the first of them is spawned
+  with the others as its ``companions``; each keeps its record (same pid), port, readiness probe and log
+  tail, and the process exiting is each of them exiting.
 - Its options and its error type live in :mod:`.supervisor_options` (re-exported here).
 """
 
@@ -42,7 +45,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,24 +71,14 @@ POLL_INTERVAL_S = 0.02
 UPSTREAM_POLL_S = 0.5
 
 
-def _embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
-    """uvicorn inside the supervisor's loop: signals belong to the supervisor, not to the head server."""
-    import uvicorn
-
-    class EmbeddedUvicorn(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    return EmbeddedUvicorn(config)
-
-
 @dataclass
 class _Child:
     spec: ChildSpec
     record: InstanceRecord
     log: Path
     process: asyncio.subprocess.Process | ForkedProcess | None = None
+    host: _Child | None = None
+    """The child whose process serves this one too (colocated instances, :mod:`.colocate`)."""
 
 
 class Supervisor:
@@ -117,6 +110,7 @@ class Supervisor:
         for child in self._children:
             child.record.replica = child.spec.replica
             child.record.replicas = child.spec.replicas
+        self._group_colocated()
         self._stop_requested = asyncio.Event()
         self._head: uvicorn.Server | None = None
         self._head_task: asyncio.Task[None] | None = None
@@ -125,6 +119,17 @@ class Supervisor:
         self._identity_record: Path | None = None
         self.waiting_for: set[str] = set()
         """Upstreams the start-up still waits for (the head's /health says so: the stack is not ready)."""
+
+    def _group_colocated(self) -> None:
+        """One process for the colocated instances: the first hosts the others (its spec lists them)."""
+        group = [child for child in self._children if child.spec.colocate]
+        if len(group) < 2:
+            return
+        first, others = group[0], group[1:]
+        first.spec = first.spec.model_copy(update={"companions": [child.spec for child in others]})
+        for child in others:
+            child.host = first
+            child.log = first.log  # one process, one stdout: its tail is every member's
 
     def records(self) -> list[InstanceRecord]:
         return [child.record for child in self._children]
@@ -191,6 +196,7 @@ class Supervisor:
                 raise ServerError(f"{name}: {exc}") from None
 
     async def _start_head(self) -> None:
+        from rewardgym.launch.colocate import embedded_uvicorn
         from rewardgym.launch.registry_server import HeadServer
         from rewardgym.launch.serve import uvicorn_config
 
@@ -214,7 +220,7 @@ class Supervisor:
             stack_secret=stack_secret,
             waiting_for=lambda: sorted(self.waiting_for),
         )
-        self._head = _embedded_uvicorn(uvicorn_config(head))
+        self._head = embedded_uvicorn(uvicorn_config(head))
         self._head_task = asyncio.create_task(self._head.serve())
         deadline = time.monotonic() + 10.0
         while not self._head.started:
@@ -226,6 +232,10 @@ class Supervisor:
 
     async def _spawn(self, child: _Child) -> None:
         child.record.started_at = time.time()
+        if child.host is not None:  # served by its host's process, spawned just before
+            child.process = child.host.process
+            child.record.pid = child.host.record.pid
+            return
         child.log.parent.mkdir(parents=True, exist_ok=True)
         if self._forks is not None:
             child.log.write_bytes(b"")  # a fresh log per start: its tail is about this run

@@ -1,0 +1,107 @@
+"""``colocate: true`` over real processes: `gym env start` serves the agent, the environment and the model
+server from one process; each still answers on its own port, a `gym eval run --no-serve` collects through
+it, and the process's own servers are called without a socket (none of its TCP connections goes to one of
+its own ports — the control run without the switch has them)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+import pytest
+
+from rewardgym.launch.serve import ThreadedServer
+from tests.conftest import EXAMPLES
+from tests.stubs.openai_stub import StubState, start_stub
+from tests.stubs.processes import (
+    GymProcess,
+    instances,
+    marked_processes,
+    new_marker,
+    poll,
+    start_env,
+)
+
+STACK = """\
+policy_model:
+  responses_api_models:
+    openai_model:
+      openai_base_url: {url}/v1
+      openai_api_key: sk-colocate-test
+      openai_model: stub
+mcqa:
+  resources_servers:
+    tests.stubs.environments:ExactMatchServer:
+      domain: knowledge
+mcqa_simple_agent:
+  responses_api_agents:
+    simple_agent:
+      resources_server: {{type: resources_servers, name: mcqa}}
+      model_server: {{type: responses_api_models, name: policy_model}}
+"""
+
+
+@pytest.fixture
+def upstream() -> Iterator[ThreadedServer]:
+    runner, app = start_stub(StubState(text="\\boxed{B}"))
+    try:
+        yield runner
+    finally:
+        app.released = True
+        runner.stop()
+
+
+def _own_port_connections(pid: int, ports: set[int]) -> list[Any]:
+    """The process's TCP connections to one of ``ports`` (as a client: the remote end is that port)."""
+    return [c for c in psutil.Process(pid).net_connections(kind="tcp") if c.raddr and c.raddr.port in ports]
+
+
+@pytest.mark.parametrize("colocate", [True, False], ids=["colocated", "separate"])
+def test_one_process_serves_the_stack_and_calls_itself_without_a_socket(
+    tmp_path: Path, upstream: ThreadedServer, colocate: bool
+) -> None:
+    (tmp_path / "stack.yaml").write_text(STACK.format(url=upstream.url))
+    marker = new_marker()
+    switch = ["++colocate=true"] if colocate else []
+    gym, head = start_env(["--config", "stack.yaml", *switch], cwd=tmp_path, marker=marker)
+    try:
+        records = instances(head)
+        pids = {name: record["pid"] for name, record in records.items()}
+        assert set(pids) == {"policy_model", "mcqa", "mcqa_simple_agent"}
+        assert len(set(pids.values())) == (1 if colocate else 3)
+        assert gym.pid not in pids.values()
+        run = GymProcess(
+            ["eval", "run", "--no-serve", "--head-url", head, "--input",
+             str(EXAMPLES / "mcqa" / "example.jsonl"), "--agent", "mcqa_simple_agent", "--num-repeats", "2",
+             "--output", "out/rollouts.jsonl"],
+            cwd=tmp_path, marker=marker,
+        )  # fmt: skip
+        assert run.finish(timeout=240) == 0, run.text
+        rows = [orjson.loads(line) for line in (tmp_path / "out/rollouts.jsonl").read_bytes().splitlines()]
+        assert len(rows) == 10
+        for row in rows:  # the stub always answers \boxed{B}: exact match decides every reward
+            assert row["reward"] == float(row["expected_answer"] == "B")
+            assert row["response"]["output"][-1]["content"][0]["text"] == "\\boxed{B}"
+        ports = {int(records[name]["url"].rsplit(":", 1)[1]) for name in ("policy_model", "mcqa")}
+        agent = pids["mcqa_simple_agent"]
+        if colocate:
+            assert _own_port_connections(agent, ports) == []
+        else:  # the control: the agent reached its peers over TCP (keep-alive connections still open)
+            assert _own_port_connections(agent, ports)
+    finally:
+        gym.signal(signal.SIGINT)
+        code = gym.finish(timeout=60)
+    assert code == 0, gym.text
+    assert poll(lambda: not marked_processes(marker), timeout=30), "a server outlived gym env start"
+
+
+def test_a_colocate_value_that_is_not_a_boolean_is_an_error(tmp_path: Path, upstream: ThreadedServer) -> None:
+    (tmp_path / "stack.yaml").write_text(STACK.format(url=upstream.url))
+    gym = GymProcess(["env", "start", "--config", "stack.yaml", "++colocate=maybe"], cwd=tmp_path)
+    assert gym.finish(timeout=60) != 0
+    assert "colocate: must be true or false, got 'maybe'" in gym.text
+    assert "ready" not in gym.text
