@@ -9,9 +9,12 @@ model server; the stub is reported separately and not counted as ours), and the 
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 200000 --concurrency 256 --rss-only
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 5000 --concurrency 64 --observability
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256 --colocate
+    .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256 --colocate --serve
 
 ``--colocate`` starts the stack with ``++colocate=true`` (agent, environment and model server in one process,
-calling each other without a socket; :mod:`rewardgym.launch.colocate`).
+calling each other without a socket; :mod:`rewardgym.launch.colocate`). ``--serve`` runs one serving
+``gym eval run`` instead (it starts the servers itself — with ``--colocate`` inside its own process; any
+child process's CPU, sampled every 50 ms, is counted with the collector's).
 
 ``--observability`` runs the stack and the collector with NeMo Gym's trajectory capture on
 (``++observability_enabled=true ++model_call_capture_dir=<tmp>/calls``) and also reports the capture's size.
@@ -25,6 +28,7 @@ and take the median ratio. ``hop_floor.py`` measures the CPU floor of one hop (d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -87,11 +91,9 @@ def capture_overrides(work: Path, on: bool) -> list[str]:
     return ["++observability_enabled=true", f"++model_call_capture_dir={work / 'calls'}"] if on else []
 
 
-def start_stack(work: Path, capture: list[str] | None = None) -> Stack:
-    """Start the stub and the servers (config and logs under ``work``; ``capture``: the overrides of
-    :func:`capture_overrides`); returns once they are ready."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    stub_port, head_port = free_port(), free_port()
+def start_stub(work: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    """The stub upstream (its own process) and ``work/stack.yaml``: a model server in front of it."""
+    stub_port = free_port()
     stub = subprocess.Popen(
         [sys.executable, "-m", "tests.stubs.openai_stub", "--port", str(stub_port), "--no-record"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -102,6 +104,15 @@ def start_stack(work: Path, capture: list[str] | None = None) -> Stack:
         f"      openai_base_url: http://127.0.0.1:{stub_port}/v1\n      openai_api_key: bench\n"
         "      openai_model: stub\n"
     )
+    return stub, stub_port
+
+
+def start_stack(work: Path, capture: list[str] | None = None) -> Stack:
+    """Start the stub and the servers (config and logs under ``work``; ``capture``: the overrides of
+    :func:`capture_overrides`); returns once they are ready."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    stub, stub_port = start_stub(work, env)
+    head_port = free_port()
     servers = subprocess.Popen(
         [sys.executable, "-m", "rewardgym", "env", "start", "--config", str(work / "stack.yaml"),
          "--resources-server", "mcqa", f"++head_server.port={head_port}", "--log-dir", str(work / "logs"),
@@ -128,6 +139,10 @@ def main() -> None:
         "--colocate", action="store_true", help="serve the stack from one process (++colocate=true)"
     )
     parser.add_argument(
+        "--serve", action="store_true",
+        help="one serving `gym eval run` (it starts the servers) instead of gym env start + --no-serve",
+    )  # fmt: skip
+    parser.add_argument(
         "--py-spy", type=Path, default=None, metavar="DIR",
         help="also sample every process with py-spy (collapsed stacks in DIR/<name>.txt)",
     )  # fmt: skip
@@ -141,25 +156,34 @@ def main() -> None:
             row = dict(rows[i % len(rows)])
             row["uuid"] = f"bench-{i}"
             handle.write(orjson.dumps(row) + b"\n")
-    capture = capture_overrides(work, args.observability)
-    stack = start_stack(work, [*capture, *(["++colocate=true"] if args.colocate else [])])
-    stub, servers, head_port, records = stack.stub, stack.servers, stack.head_port, stack.records
-    env = stack.env
-    names = {"supervisor": psutil.Process(servers.pid)}
-    by_pid: dict[int, list[str]] = {}
-    for record in records:  # colocated servers share one process: count it once
-        by_pid.setdefault(record["pid"], []).append(record["name"])
-    names.update({" + ".join(group): psutil.Process(pid) for pid, group in by_pid.items()})
+    overrides = [
+        *capture_overrides(work, args.observability),
+        *(["++colocate=true"] if args.colocate else []),
+    ]
+    names: dict[str, psutil.Process] = {}
+    servers: subprocess.Popen[str] | None = None
+    if args.serve:  # the collector starts the servers: they are its descendants, counted with it
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        stub, _ = start_stub(work, env)
+        where = ["--config", str(work / "stack.yaml"), "--resources-server", "mcqa", "--log-dir",
+                 str(work / "logs")]  # fmt: skip
+    else:
+        stack = start_stack(work, overrides)
+        stub, servers, env = stack.stub, stack.servers, stack.env
+        names["supervisor"] = psutil.Process(servers.pid)
+        by_pid: dict[int, list[str]] = {}
+        for record in stack.records:  # colocated servers share one process: count it once
+            by_pid.setdefault(record["pid"], []).append(record["name"])
+        names.update({" + ".join(group): psutil.Process(pid) for pid, group in by_pid.items()})
+        where = ["--no-serve", "--head-url", f"http://127.0.0.1:{stack.head_port}"]
     before = {name: cpu_seconds(proc) for name, proc in names.items()}
     stub_before = cpu_seconds(psutil.Process(stub.pid))
 
     start = time.monotonic()
     collector = subprocess.Popen(
-        [sys.executable, "-m", "rewardgym", "eval", "run", "--no-serve", "--head-url",
-         f"http://127.0.0.1:{head_port}", "--input", str(work / "in.jsonl"), "--output",
-         str(work / "out" / "rollouts.jsonl"), "--agent", "mcqa_simple_agent", "--concurrency",
-         str(args.concurrency), "--disable-aggregation", "--no-health-check",
-         *capture],
+        [sys.executable, "-m", "rewardgym", "eval", "run", *where, "--input", str(work / "in.jsonl"),
+         "--output", str(work / "out" / "rollouts.jsonl"), "--agent", "mcqa_simple_agent", "--concurrency",
+         str(args.concurrency), "--disable-aggregation", "--no-health-check", *overrides],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     proc = psutil.Process(collector.pid)
@@ -188,9 +212,13 @@ def main() -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     collector_cpu = 0.0
+    descendants: dict[int, float] = {}  # a serving run's server processes and fork server: last CPU seen
     while collector.poll() is None:
         try:
             collector_cpu = cpu_seconds(proc)
+            for child in proc.children(recursive=True) if args.serve else ():
+                with contextlib.suppress(psutil.Error):
+                    descendants[child.pid] = cpu_seconds(child)
         except psutil.Error:
             break
         time.sleep(0.05)
@@ -204,8 +232,9 @@ def main() -> None:
     done = (work / "out" / "rollouts.jsonl").read_bytes().count(b"\n")
     after = {name: cpu_seconds(p) for name, p in names.items()}
     stub_cpu = cpu_seconds(psutil.Process(stub.pid)) - stub_before
-    servers.terminate()
-    servers.wait(timeout=30)
+    if servers is not None:
+        servers.terminate()
+        servers.wait(timeout=30)
     stub.terminate()
 
     print(f"rollouts: {done} / {args.rollouts}, concurrency {args.concurrency}, wall {wall:.2f} s")
@@ -219,6 +248,10 @@ def main() -> None:
     print(f"throughput: {done / wall:.0f} rollouts/s")
     total = collector_cpu
     print(f"  collector: {1000 * collector_cpu / done:.3f} ms CPU/rollout")
+    if args.serve:
+        served = sum(descendants.values())
+        total += served
+        print(f"  its {len(descendants)} child processes: {1000 * served / done:.3f} ms CPU/rollout")
     for name in names:
         used = after[name] - before[name]
         total += used

@@ -105,3 +105,29 @@ def test_a_colocate_value_that_is_not_a_boolean_is_an_error(tmp_path: Path, upst
     assert gym.finish(timeout=60) != 0
     assert "colocate: must be true or false, got 'maybe'" in gym.text
     assert "ready" not in gym.text
+
+
+def test_a_serving_run_hosts_the_colocated_stack_in_its_own_process(tmp_path: Path) -> None:
+    runner, app = start_stub(StubState(mode="hang", text="\\boxed{B}"))  # calls wait until released
+    try:
+        (tmp_path / "stack.yaml").write_text(STACK.format(url=runner.url))
+        marker = new_marker()
+        gym = GymProcess(
+            ["eval", "run", "--config", "stack.yaml", "--input", str(EXAMPLES / "mcqa" / "example.jsonl"),
+             "--agent", "mcqa_simple_agent", "--output", "out/rollouts.jsonl", "++colocate=true"],
+            cwd=tmp_path, marker=marker,
+        )  # fmt: skip
+        assert gym.wait_for("servers ready", timeout=120), gym.text
+        assert poll(lambda: len(app.requests) >= 5, timeout=60)  # every rollout is inside its model call
+        # The collector serves the three servers itself: no fork server, no child process at all.
+        assert [proc.pid for proc in marked_processes(marker)] == [gym.pid]
+        app.state.mode = "answer"
+        app.released = True  # the held calls fail (503) and are retried by the model server: answered
+        assert gym.finish(timeout=240) == 0, gym.text
+    finally:
+        app.released = True
+        runner.stop()
+    rows = [orjson.loads(line) for line in (tmp_path / "out/rollouts.jsonl").read_bytes().splitlines()]
+    assert len(rows) == 5
+    assert all(row["reward"] == float(row["expected_answer"] == "B") for row in rows)
+    assert not (tmp_path / "out/logs/_fork_server.log").exists()

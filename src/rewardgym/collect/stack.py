@@ -177,6 +177,7 @@ class ServedStack:
             upstreams=upstream_urls(cfg) if readiness else [],
             upstream_timeout_s=float(readiness or 0),
             auth_token=str(cfg.get("auth_token")) if cfg.get("auth_token") else None,
+            host_colocated=True,  # colocate: true serves them in this process: no socket to the agents
         )
         placement = ray_options(cfg.get("ray"), None, port_range(cfg))
         self._supervisor: Supervisor

@@ -24,9 +24,9 @@ Contract:
 - Bodies are sent as given (``data=`` bytes) or serialised with orjson (``json=``); replies are read whole
   into bytes (``HttpReply.json()`` parses with orjson).
 - Transport: plain ``http://`` URLs go through the lean keep-alive transport of
-  :mod:`rewardgym.http.h1pool` (every hop between our own servers, and local vLLM / llama.cpp) — or,
-  when the peer is a server hosted by this same process (``colocate: true``), through
-  :mod:`rewardgym.http.local` without a socket (same request, reply, errors and retries);
+  :mod:`rewardgym.http.h1pool` (every hop between our own servers, and local vLLM / llama.cpp; a peer
+  hosted by this same process, ``colocate: true``, is reached through :mod:`rewardgym.http.local`, no
+  socket, same request, reply, errors and retries);
   ``https://`` URLs — and every URL when ``fast_http`` is off — go through aiohttp. Both give the same
   replies, errors and retries, and send header values as the same (UTF-8) bytes.
 - Headers: the client's fixed ``headers`` are validated once at construction
@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from rewardgym.http import deadline, local
+from rewardgym.http import deadline
 from rewardgym.http.balancer import ReplicaDown, Router, affinity_keys
 from rewardgym.http.config import HttpClientConfig
 from rewardgym.http.h1pool import (
@@ -253,16 +253,7 @@ class HttpClient:
         attempt: int,
     ) -> HttpReply:  # fmt: skip
         try:
-            pool = self._get_h1()
-            app = local.hosted(pool.target(url))
-            if app is None:
-                raw = await pool.request(method, url, body, headers, total_timeout_s=timeout_s)
-            else:  # a server of this very process (colocated): no socket, same request and reply
-                raw = await local.exchange(
-                    app, method, pool.target(url), body, headers,
-                    timeout_s=timeout_s if timeout_s is not None else self.config.total_timeout_s,
-                    max_reply_bytes=self.config.max_reply_bytes,
-                )  # fmt: skip
+            raw = await self._get_h1().request(method, url, body, headers, total_timeout_s=timeout_s)
         except TimeoutError:
             failure = UpstreamTimeout(url, f"no reply within the timeout ({method}, attempt {attempt})")
             failure.final = not self.config.retry_on_timeout
@@ -273,9 +264,9 @@ class HttpClient:
             raise UpstreamConnectionError(url, "invalid URL", final=True) from None
         except H1ConnectError as exc:
             raise UpstreamConnectionError(url, str(exc), dns_failure=exc.dns_failure) from None
-        except (H1Disconnected, local.LocalDisconnected) as exc:
+        except H1Disconnected as exc:
             raise UpstreamConnectionError(url, f"ServerDisconnectedError: {exc}") from None
-        except (H1ReplyTooLarge, local.ReplyTooLarge):
+        except H1ReplyTooLarge:
             raise too_large(url, self.config.max_reply_bytes) from None
         except H1ProtocolError as exc:
             raise UpstreamProtocolError(url, str(exc)) from None

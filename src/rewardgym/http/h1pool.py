@@ -23,6 +23,9 @@ Contract:
   (``connect_timeout_s`` to connect; ``read_timeout_s`` without a byte from the peer; ``total_timeout_s``
   for the whole request).
   A cancelled or failed request closes its connection: a connection is only reused after a complete reply.
+- A peer that is a server hosted by this very process (:mod:`rewardgym.http.local`, ``colocate: true``) gets
+  the same request without a socket: the reply, the limits and the failures (:class:`H1Disconnected`,
+  :class:`H1ReplyTooLarge`, :class:`TimeoutError` for ``total_timeout_s``) are the same.
 - Header values are sent as UTF-8, like aiohttp sends them, so both transports put the same bytes on the
   wire. Values are validated once where they are configured (:mod:`rewardgym.protocol.headers`); as a last
   line, a request whose header block would contain a CR or LF of a value is refused with
@@ -37,6 +40,7 @@ import socket
 import time
 from collections import deque
 
+from rewardgym.http import local
 from rewardgym.http.h1conn import (
     Connection,
     H1ConnectError,
@@ -139,8 +143,19 @@ class H1Pool:
         block = b"".join(head)
         if block.count(b"\n") != lines + 1 or block.count(b"\r") != lines + 1:  # two C-speed scans
             raise H1HeaderError(_injected(headers or {}))
-        data = block + body if body is not None else block
         total = total_timeout_s if total_timeout_s is not None else self.total_timeout_s
+        app = local.hosted(target)
+        if app is not None:  # a server of this very process (colocated): the same request, no socket
+            return await local.exchange(
+                app,
+                method,
+                target,
+                body,
+                headers or {},
+                timeout_s=total,
+                max_reply_bytes=self.max_reply_bytes,
+            )
+        data = block + body if body is not None else block
         deadline = None if total is None else time.monotonic() + total
         return await self._exchange(target, data, deadline, total)
 

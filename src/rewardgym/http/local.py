@@ -7,8 +7,9 @@ protocol, our client's parser, an event-loop wake-up on each side) were most of 
 
 Contract:
 - :func:`host` registers the ASGI app listening on ``(host, port)`` of this process;
-  :func:`hosted` answers whether a URL's peer is one (:class:`~rewardgym.http.client.HttpClient` asks it
-  before choosing a transport); :func:`unhost` removes it (the server stopped).
+  :func:`hosted` answers whether a URL's peer is one (the lean client, :class:`~rewardgym.http.h1pool.H1Pool`,
+  asks it before opening a connection: every server's client and the collector's); :func:`unhost` removes
+  it (the server stopped).
 - :func:`exchange` runs one request through the app exactly as uvicorn would hand it over — an ASGI
   ``http`` scope with the method, path, query, the headers (``host``, ``content-length`` included) and
   the body — so the server's gate (auth token, size limit, session cookie), routes, exception handlers and
@@ -30,7 +31,7 @@ import contextvars
 from collections.abc import Callable, Coroutine, MutableMapping
 from typing import Any
 
-from rewardgym.http.h1conn import H1Reply, Headers, Target
+from rewardgym.http.h1conn import H1Disconnected, H1Reply, H1ReplyTooLarge, Headers, Target
 
 __all__ = ["LocalDisconnected", "ReplyTooLarge", "exchange", "host", "hosted", "unhost"]
 
@@ -40,11 +41,11 @@ ASGIApp = Callable[..., Coroutine[Any, Any, None]]
 _apps: dict[tuple[str, int], ASGIApp] = {}
 
 
-class LocalDisconnected(Exception):
+class LocalDisconnected(H1Disconnected):
     """The hosted app ended (or failed) without a complete reply."""
 
 
-class ReplyTooLarge(Exception):
+class ReplyTooLarge(H1ReplyTooLarge):
     """The hosted app's reply passed the caller's ``max_reply_bytes``."""
 
 

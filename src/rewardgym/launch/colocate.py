@@ -20,7 +20,11 @@ Contract:
   specs and the supervisor hands one process the group (:attr:`ChildSpec.companions`).
 - :func:`serve_together` runs built servers in this process until SIGINT/SIGTERM: each on its own uvicorn
   server and port (all on one event loop, signals handled once for all), each registered for in-process
-  calls once every one of them has started; graceful shutdown as for one server.
+  calls once every one of them has started; graceful shutdown as for one server. ``gym env start`` runs
+  it in the group's one child process.
+- :class:`HostedHere` serves the group inside the supervisor's own process instead — what a serving
+  ``gym eval run`` does, so that the collector's calls to its agents skip the socket as well (one process
+  for the whole job, the shape of an in-process evaluator).
 """
 
 from __future__ import annotations
@@ -28,17 +32,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import signal
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from rewardgym.config.secrets import redact_text
+from rewardgym.errors import RewardGymError
 from rewardgym.http import local
+from rewardgym.launch.child_spec import ChildSpec, server_class
 from rewardgym.launch.serve import GC_THRESHOLDS, Servable, check_port_free, uvicorn_config
 
 if TYPE_CHECKING:
     import uvicorn
 
-__all__ = ["embedded_uvicorn", "serve_together"]
+__all__ = ["HostedHere", "embedded_uvicorn", "serve_together"]
 
 
 def embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
@@ -91,3 +100,84 @@ def serve_together(servers: Sequence[Servable]) -> None:
         asyncio.run(_serve(servers))
     else:
         uvloop.run(_serve(servers))
+
+
+class HostedHere:
+    """Colocated servers served by the supervisor's own process and event loop — a serving ``gym eval run``:
+    the collector then reaches its agents without a socket too. To the supervisor it stands for the group's
+    child process: ``pid`` (this process), ``returncode`` (set when every server has ended: 0, or 1 when one
+    could not be built or started — the reason is written to ``log``), :meth:`wait`, :meth:`terminate`
+    (graceful stop) and :meth:`kill` (cancel)."""
+
+    def __init__(self, specs: Sequence[ChildSpec], log: Path) -> None:
+        self.specs = list(specs)
+        self.log = log
+        self.pid = os.getpid()
+        self.returncode: int | None = None
+        self._ended = asyncio.Event()
+        self._running: list[uvicorn.Server] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._hosted: list[tuple[str, int]] = []
+
+    def _fail(self, message: str) -> None:
+        with self.log.open("a", encoding="utf-8") as handle:
+            handle.write(f"Error: {redact_text(message)}\n")
+        self._end(1)
+
+    def _end(self, code: int) -> None:
+        for address in self._hosted:
+            local.unhost(*address)
+        self._hosted.clear()
+        if self.returncode is None:
+            self.returncode = code
+        self._ended.set()
+
+    async def start(self) -> None:
+        """Build every server and start serving them (returns at once; readiness is probed as for a child)."""
+        from rewardgym.launch.child import check_bind
+
+        servers: list[Servable] = []
+        for spec in self.specs:
+            try:
+                check_bind(spec.name, spec.host, network_bind=False, token=None)
+                check_port_free(spec.host, spec.port)
+                servers.append(server_class(spec.kind, spec.implementation)(spec.config))
+            except RewardGymError as exc:
+                self._fail(f"{spec.name}: {exc}")
+                return
+        # This process now holds servers' state (sessions, cookie caches): collect cycles in server-sized
+        # batches, and leave everything imported and built so far out of every full collection.
+        gc.set_threshold(*GC_THRESHOLDS)
+        gc.freeze()
+        configs = [uvicorn_config(server) for server in servers]
+        self._running = [embedded_uvicorn(config) for config in configs]
+        self._tasks = [asyncio.create_task(self._serve(server)) for server in self._running]
+        for server, config in zip(servers, configs, strict=True):
+            local.host(server.config.host, server.config.port, cast("local.ASGIApp", config.app))
+            self._hosted.append((server.config.host, server.config.port))
+        watcher = asyncio.gather(*self._tasks)
+        watcher.add_done_callback(lambda _: self._end(0))
+
+    async def _serve(self, server: uvicorn.Server) -> None:
+        try:
+            await server.serve()
+        except SystemExit as exc:  # uvicorn exits when it cannot bind or its lifespan fails
+            self._fail(f"a colocated server stopped at start-up (uvicorn exit {exc.code})")
+        if not server.started and self.returncode is None:
+            self._fail("a colocated server stopped before it started")
+        self.terminate()  # one ended: the group ends (as one process would)
+
+    async def wait(self) -> int:
+        await self._ended.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def terminate(self) -> None:
+        for server in self._running:
+            server.should_exit = True
+
+    def kill(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if not self._tasks:
+            self._end(1)

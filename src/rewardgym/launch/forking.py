@@ -77,6 +77,14 @@ def prestart() -> None:
         _prestarted.append(_spawn_zygote(subprocess.DEVNULL))
 
 
+def discard_prestarted() -> None:
+    """Stop a prestarted zygote nobody will adopt (every server is hosted in this process)."""
+    while _prestarted:
+        zygote = _prestarted.pop()
+        zygote.kill()
+        zygote.wait()
+
+
 def _adopt_prestarted() -> subprocess.Popen[bytes] | None:
     zygote = _prestarted.pop() if _prestarted else None
     if zygote is not None and zygote.poll() is not None:

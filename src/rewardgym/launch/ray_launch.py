@@ -114,6 +114,10 @@ def _url(host: str, port: int) -> str:
 class RaySupervisor(Supervisor):
     """See the module docstring."""
 
+    colocates = (
+        False  # each server is its own actor, placed on its own node (``colocate`` is for one machine)
+    )
+
     def __init__(
         self,
         specs: Sequence[ChildSpec],

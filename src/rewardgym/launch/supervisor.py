@@ -33,7 +33,9 @@ Contract of :class:`Supervisor` (asyncio; used by ``gym env start``):
 - Start-up probes use the standard library (:mod:`rewardgym.launch.probe`), not aiohttp.
 - Colocated instances (``colocate: true``, :mod:`.colocate`) share one child: the first of them is spawned
   with the others as its ``companions``; each keeps its record (same pid), port, readiness probe and log
-  tail, and the process exiting is each of them exiting.
+  tail, and the process exiting is each of them exiting. With ``host_colocated`` (a serving ``gym eval run``)
+  the group is served by this process itself (:class:`~rewardgym.launch.colocate.HostedHere`): stopping it
+  stops those servers, never signals this process's group.
 - Its options and its error type live in :mod:`.supervisor_options` (re-exported here).
 """
 
@@ -48,13 +50,13 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
 from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
 from rewardgym.launch.child_spec import ChildSpec, InstanceRecord, model_identity
-from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError
+from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError, discard_prestarted
 from rewardgym.launch.head_identity import new_stack_secret, remove_record, write_record
 from rewardgym.launch.logtail import tail_log
 from rewardgym.launch.probe import http_status, listening
@@ -63,6 +65,8 @@ from rewardgym.servers.logs import log_path
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from rewardgym.launch.colocate import HostedHere
 
 __all__ = ["ChildFailure", "Supervisor", "SupervisorOptions", "all_or_first_error"]
 
@@ -76,13 +80,18 @@ class _Child:
     spec: ChildSpec
     record: InstanceRecord
     log: Path
-    process: asyncio.subprocess.Process | ForkedProcess | None = None
+    process: asyncio.subprocess.Process | ForkedProcess | HostedHere | None = None
     host: _Child | None = None
     """The child whose process serves this one too (colocated instances, :mod:`.colocate`)."""
+    here: bool = False
+    """This child's group is served by the supervisor's own process (:class:`HostedHere`)."""
 
 
 class Supervisor:
     """See the module docstring."""
+
+    colocates: ClassVar[bool] = True
+    """Whether this launcher serves colocated instances together (the Ray launcher places each alone)."""
 
     def __init__(
         self,
@@ -121,12 +130,14 @@ class Supervisor:
         """Upstreams the start-up still waits for (the head's /health says so: the stack is not ready)."""
 
     def _group_colocated(self) -> None:
-        """One process for the colocated instances: the first hosts the others (its spec lists them)."""
-        group = [child for child in self._children if child.spec.colocate]
-        if len(group) < 2:
+        """One process for the colocated instances: the first hosts the others (its spec lists them) — in a
+        child, or in this process with ``host_colocated``."""
+        group = [child for child in self._children if child.spec.colocate and self.colocates]
+        if len(group) < (1 if self.options.host_colocated else 2):
             return
         first, others = group[0], group[1:]
         first.spec = first.spec.model_copy(update={"companions": [child.spec for child in others]})
+        first.here = self.options.host_colocated
         for child in others:
             child.host = first
             child.log = first.log  # one process, one stdout: its tail is every member's
@@ -146,8 +157,11 @@ class Supervisor:
         """
         self._check_ports()
         self.options.log_dir.mkdir(parents=True, exist_ok=True)
+        forked = [c for c in self._children if c.host is None and not c.here]
+        if not forked:
+            discard_prestarted()  # every server is hosted here: no zygote to adopt
         try:
-            if self.options.fork_server and self._children:
+            if self.options.fork_server and forked:
                 self._forks = ForkServer()  # starts importing the server stack while the head starts
                 await self._forks.start(self.options.log_dir / FORK_SERVER_LOG)
                 await self._start_head()
@@ -235,6 +249,15 @@ class Supervisor:
         if child.host is not None:  # served by its host's process, spawned just before
             child.process = child.host.process
             child.record.pid = child.host.record.pid
+            return
+        if child.here:
+            from rewardgym.launch.colocate import HostedHere
+
+            child.log.write_bytes(b"")
+            hosted = HostedHere([child.spec, *child.spec.companions], child.log)
+            child.process = hosted
+            child.record.pid = hosted.pid
+            await hosted.start()
             return
         child.log.parent.mkdir(parents=True, exist_ok=True)
         if self._forks is not None:
@@ -363,6 +386,15 @@ class Supervisor:
     def _signal_group(self, child: _Child, sig: signal.Signals, *, exited_too: bool = False) -> None:
         if child.process is None or (child.process.returncode is not None and not exited_too):
             return
+        if child.here:  # this very process (HostedHere): never a signal to our own process group
+            assert not isinstance(child.process, asyncio.subprocess.Process | ForkedProcess)
+            if sig == signal.SIGTERM:
+                child.process.terminate()
+            else:
+                child.process.kill()
+            return
+        if child.host is not None and child.host.here:
+            return  # stopped with its host
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.process.pid, sig)
 

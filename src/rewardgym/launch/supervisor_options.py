@@ -42,6 +42,10 @@ class SupervisorOptions:
     """The shared token the head registry requires (``++auth_token``); never printed."""
     network_bind: bool = False
     """Servers may listen on non-loopback addresses (placed on a Ray cluster, token required)."""
+    host_colocated: bool = False
+    """Serve the colocated instances (``colocate: true``) in this process rather than in one child
+    (:class:`~rewardgym.launch.colocate.HostedHere`): a serving ``gym eval run`` does, ``gym env start``
+    does not (its process stays the light, robust head)."""
     fork_server: bool = True
     """Fork the instances from one process that imported the server stack once (:mod:`.zygote`) instead of
     starting a fresh interpreter per instance (which stays the fallback)."""
