@@ -17,7 +17,7 @@ import pytest
 
 from rewardgym.errors import ConfigError
 from rewardgym.http.balancer import ReplicaDown, Replicas, Router
-from rewardgym.launch.child import check_bind
+from rewardgym.launch.binding import check_bind
 from rewardgym.launch.serve import ThreadedServer
 from tests.stubs.openai_stub import StubState, start_stub
 from tests.stubs.processes import (

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from base64 import b64encode
 from typing import Any
 
@@ -15,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from rewardgym.launch.serve import ThreadedServer
-from rewardgym.servers.cookies import MAX_AGE_S, SessionCookies
+from rewardgym.servers.cookies import MAX_AGE_S, SessionCookies, new_session_id
 from tests.stubs.client import call
 
 SECRET = "cookie-secret-for-tests"
@@ -130,3 +132,22 @@ def test_cookies_interoperate_with_starlettes_session_middleware() -> None:
         assert set_cookie is not None and set_cookie.split(";", 1)[1] == header.split(";", 1)[1]
         theirs = reply.cookies[NAME]
     assert ours.load(theirs) == seen
+
+
+def test_new_session_ids_are_uuid4_hex_unique_and_not_shared_with_a_fork() -> None:
+    ids = [new_session_id() for _ in range(3 * 256 + 7)]  # across several batches
+    assert len(set(ids)) == len(ids)
+    for sid in ids:
+        parsed = uuid.UUID(sid)
+        assert parsed.hex == sid and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    new_session_id()  # the parent now holds a partly used batch
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child writes its next id and leaves at once
+        os.write(write, new_session_id().encode())
+        os._exit(0)
+    os.close(write)
+    child_id = os.read(read, 64).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert len(child_id) == 32 and child_id != new_session_id()

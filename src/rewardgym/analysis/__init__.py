@@ -11,9 +11,35 @@ Layers (lower never import higher):
 - writing: :mod:`.health_output`, :mod:`.report` (HTML), :mod:`.api` (:func:`analyze_files`).
 
 See ``docs/analysis.md`` for every output field.
+
+The facade's names load on first use (PEP 562): a command that only needs a light module of the package
+(e.g. the check ids ``gym eval run`` validates before it starts) does not import the whole analysis stack.
 """
 
-from rewardgym.analysis.api import AnalyzeResult, analyze_files
-from rewardgym.analysis.document import Analysis, RunFacts, Settings, analyze_columns
+from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rewardgym.analysis.api import AnalyzeResult, analyze_files
+    from rewardgym.analysis.document import Analysis, RunFacts, Settings, analyze_columns
+
+_PUBLIC = {
+    "Analysis": "document",
+    "AnalyzeResult": "api",
+    "RunFacts": "document",
+    "Settings": "document",
+    "analyze_columns": "document",
+    "analyze_files": "api",
+}
 __all__ = ["Analysis", "AnalyzeResult", "RunFacts", "Settings", "analyze_columns", "analyze_files"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -29,12 +29,11 @@ import typer
 from rich.console import Console
 
 from rewardgym.analysis.api import AnalyzeResult, analyze_files
-from rewardgym.analysis.check_ids import ignored_check_ids
 from rewardgym.analysis.document import Settings
-from rewardgym.analysis.summary import health_lines, summary_lines
+from rewardgym.analysis.summary import summary_lines
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.run_files import OptionalInputsOpt, RolloutsOpt
-from rewardgym.config import GymConfig
+from rewardgym.cli.run_health import health_workers, ignored_checks, print_health
 from rewardgym.errors import UsageError
 
 UNHEALTHY_EXIT = 4
@@ -102,75 +101,6 @@ def print_result(result: AnalyzeResult) -> None:
         console.print(line, markup=False)
     for path in result.written:
         console.print(f"Wrote {path}", markup=False)
-
-
-def ignored_checks(value: object, option: str, *, refuse_blank: bool = False) -> tuple[str, ...]:
-    """The check ids of ``--ignore-checks`` / ``++health_check_ignored_checks`` (a usage error, exit 2,
-    names an unknown one)."""
-    try:
-        return ignored_check_ids(value, refuse_blank=refuse_blank)
-    except ValueError as exc:
-        raise UsageError(f"{option}: {exc}") from None
-
-
-def health_workers(value: object, option: str) -> int | None:
-    """``--workers`` / ``++health_check_workers``: None (one per core, as the scan does) or an int ≥ 1."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"{option}: workers must be at least 1, got {value!r}")
-    return value
-
-
-def closing_health(
-    cfg: GymConfig, disabled: bool, workers: int | None, ignore: str | None
-) -> tuple[tuple[str, ...], int | None] | None:
-    """(ignored checks, workers) of the closing health check, or None when it is off (flags, else keys)."""
-    setting = cfg.get("disable_health_check", False)
-    if not isinstance(setting, bool):
-        raise UsageError(f"disable_health_check must be true or false, got {setting!r}")
-    if disabled or setting:
-        return None
-    ignored = ignored_checks(
-        ignore if ignore is not None else cfg.get("health_check_ignored_checks"),
-        "--health-check-ignore" if ignore is not None else "health_check_ignored_checks",
-        refuse_blank=ignore is not None,
-    )
-    count = health_workers(
-        workers if workers is not None else cfg.get("health_check_workers"),
-        "--health-check-workers" if workers is not None else "health_check_workers",
-    )
-    return ignored, count
-
-
-def health_after_run(rollouts: Path, *, ignored: tuple[str, ...] = (), workers: int | None = None) -> None:
-    """``gym eval run``'s closing health check (never changes the run's exit code)."""
-    if not rollouts.is_file():
-        return
-    try:
-        settings = Settings(ignored_checks=ignored)
-        result = analyze_files(None, rollouts, settings, strict=False, health_only=True, workers=workers)
-    except Exception as exc:
-        typer.echo(
-            f"Rollout health checks failed after collection ({exc}); rollout artifacts are still available."
-        )
-        return
-    _print_health(result)
-
-
-def _print_health(result: AnalyzeResult) -> None:
-    summary = orjson.loads(result.paths.quality.read_bytes())
-    verdicts = summary["run"]["verdicts"]
-    records = summary["run"]["artifacts"]["records"]
-    ignored = summary["run"]["ignored_checks"]
-    suffix = f" (ignored: {', '.join(ignored)})" if ignored else ""
-    typer.echo(
-        f"Rollout health: {records} checked, {verdicts['healthy']} healthy, "
-        f"{verdicts['unhealthy']} unhealthy, {verdicts['unobserved']} unobserved{suffix}"
-    )
-    typer.echo(f"Quality summary: {result.paths.quality}")
-    for line in health_lines(result):
-        typer.echo(line)
 
 
 RewardRangeOpt = Annotated[
@@ -273,6 +203,6 @@ def health_check_command(
         summary = orjson.loads(result.paths.quality.read_bytes())
         typer.echo(orjson.dumps(summary).decode())
     else:
-        _print_health(result)
+        print_health(result)
     if result.analysis.document["health"]["verdict"] == "unhealthy" and not exit_zero:
         raise typer.Exit(UNHEALTHY_EXIT)

@@ -90,7 +90,7 @@ def serve(
     from rewardgym.curriculum.rows import JsonlRows
     from rewardgym.curriculum.server import CurriculumServer
     from rewardgym.io.inputs import refuse_special_input
-    from rewardgym.launch.child import check_bind
+    from rewardgym.launch.binding import check_bind
     from rewardgym.launch.serve import serve_forever
 
     overrides = split_overrides(ctx.args, _FLAGS)

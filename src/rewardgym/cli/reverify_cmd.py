@@ -20,7 +20,6 @@ import orjson
 import typer
 
 from rewardgym.cli import aio
-from rewardgym.cli.analyze_cmd import closing_health, health_after_run
 from rewardgym.cli.config_cmd import (
     CONFIG_OPTION_NAMES,
     OVERRIDE_CONTEXT,
@@ -36,6 +35,7 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.run_health import closing_health, health_after_run
 from rewardgym.cli.run_settings import config_bool as config_flag
 from rewardgym.cli.run_settings import config_text
 from rewardgym.cli.stack_config import load_stack_config

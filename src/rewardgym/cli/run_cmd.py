@@ -18,7 +18,6 @@ import typer
 from rewardgym.cli import adaptive_opts as ad
 from rewardgym.cli import aio
 from rewardgym.cli import run_flags as f
-from rewardgym.cli.analyze_cmd import health_after_run
 from rewardgym.cli.config_cmd import (
     OVERRIDE_CONTEXT,
     ConfigOpt,
@@ -32,6 +31,7 @@ from rewardgym.cli.config_cmd import (
 )
 from rewardgym.cli.main import eval_app
 from rewardgym.cli.overrides import split_overrides
+from rewardgym.cli.run_health import health_after_run
 from rewardgym.cli.run_options import RunSettings, resolve_run_settings
 from rewardgym.cli.run_settings import exit_code_of
 from rewardgym.cli.run_trackers import export_after_run

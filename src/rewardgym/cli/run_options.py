@@ -21,9 +21,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rewardgym.cli import adaptive_opts as ad
-from rewardgym.cli.analyze_cmd import closing_health
 from rewardgym.cli.config_cmd import read_files
 from rewardgym.cli.run_flags import RunFlags
+from rewardgym.cli.run_health import closing_health
 from rewardgym.cli.run_settings import (
     agent_map_of,
     config_bool,

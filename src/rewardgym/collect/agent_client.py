@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import orjson
 
 from rewardgym.collect.failures import AttemptFailure, FailureClass, classify_status
@@ -29,6 +28,9 @@ from rewardgym.http.h1pool import H1ConnectError, H1Disconnected, H1Pool, H1Prot
 from rewardgym.http.retry import parse_retry_after
 from rewardgym.protocol import keys
 from rewardgym.protocol.headers import check_headers
+
+if TYPE_CHECKING:  # aiohttp is imported on first use: only https:// agents need it
+    import aiohttp
 
 _REASON_CHARS = 500
 
@@ -62,12 +64,13 @@ class AgentClient:
             if len(urls) > 1 and name in self._urls
         }
         """The agents with several replicas, and how their rollouts were spread."""
-        self._timeout = aiohttp.ClientTimeout(total=rollout_timeout_s, connect=connect_timeout_s)
+        self._connect_timeout_s = connect_timeout_s
         self._rollout_timeout_s = rollout_timeout_s
         self._max_connections = max_connections
         # Validated once here (a CR/LF in the shared token would otherwise inject a header on every call).
         self._headers = check_headers({"Content-Type": "application/json", **(headers or {})}, "headers")
         self._session: aiohttp.ClientSession | None = None
+        self._entered = False
         # The rollout timeout bounds each attempt as a whole; reads are not bounded separately.
         self._h1 = H1Pool(
             limit=max_connections,
@@ -77,15 +80,26 @@ class AgentClient:
         )
 
     async def __aenter__(self) -> AgentClient:
-        connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0, keepalive_timeout=60)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            json_serialize=lambda o: orjson.dumps(o).decode(),
-        )
+        self._entered = True
         return self
 
+    def _aiohttp_session(self) -> aiohttp.ClientSession:
+        """The aiohttp session of ``https://`` agents, made on first use (most runs never need aiohttp)."""
+        import aiohttp
+
+        if self._session is None:
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections, limit_per_host=0, keepalive_timeout=60
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                json_serialize=lambda o: orjson.dumps(o).decode(),
+            )
+        return self._session
+
     async def __aexit__(self, *exc: object) -> None:
+        self._entered = False
         await self._h1.close()
         if self._session is not None:
             await self._session.close()
@@ -93,7 +107,7 @@ class AgentClient:
 
     async def run(self, row: dict[str, Any]) -> dict[str, Any]:
         """One attempt; raises :class:`AttemptFailure` on any failure."""
-        if self._session is None:
+        if not self._entered:
             raise RuntimeError("AgentClient used outside 'async with'")
         ref = row.get(keys.AGENT_REF) or {}
         name = ref.get("name", "")
@@ -149,10 +163,13 @@ class AgentClient:
         return reply.body, reply.status, parse_retry_after(reply.headers.get("Retry-After"))
 
     async def _post_aiohttp(self, url: str, row: dict[str, Any]) -> tuple[bytes, int, float | None]:
-        assert self._session is not None
+        import aiohttp
+
+        session = self._aiohttp_session()
+        timeout = aiohttp.ClientTimeout(total=self._rollout_timeout_s, connect=self._connect_timeout_s)
         try:
-            async with self._session.post(
-                url, data=orjson.dumps(row), headers=self._attempt_headers(), timeout=self._timeout
+            async with session.post(
+                url, data=orjson.dumps(row), headers=self._attempt_headers(), timeout=timeout
             ) as response:
                 return (
                     await response.read(),

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 
 from rewardgym.config.secrets import mask_known_secrets
@@ -115,6 +114,8 @@ async def compute_aggregate_metrics(
 
     ``headers`` go with every request (e.g. the shared auth token)."""
     entries: list[dict[str, Any]] = []
+    import aiohttp  # on use: a run with aggregation off never loads it
+
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(timeout=timeout, cookie_jar=aiohttp.DummyCookieJar()) as session:
         for agent, rows in groups.items():

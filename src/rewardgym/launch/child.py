@@ -21,7 +21,6 @@ Contract:
 from __future__ import annotations
 
 import ctypes
-import ipaddress
 import os
 import signal
 import sys
@@ -29,7 +28,8 @@ import sys
 from pydantic import ValidationError
 
 from rewardgym.config.secrets import redact_text, register_secret
-from rewardgym.errors import ConfigError, RewardGymError
+from rewardgym.errors import RewardGymError
+from rewardgym.launch.binding import check_bind
 from rewardgym.launch.child_spec import ChildSpec, server_class
 
 PR_SET_PDEATHSIG = 1
@@ -45,33 +45,6 @@ def die_with_parent(parent_pid: int | None) -> None:
             pass
     if parent_pid is not None and os.getppid() != parent_pid:
         sys.exit(1)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is only reachable from this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to any interface
-
-
-def check_bind(name: str, host: str, *, network_bind: bool, token: object) -> None:
-    """Refuse a non-loopback ``host`` unless placed on a cluster with the shared token (module docstring)."""
-    if is_loopback(host):
-        return
-    if not network_bind:
-        raise ConfigError(
-            f"{name}.host: {host} is not a loopback address; servers listen on the network only when "
-            "placed on a Ray cluster (gym env start --ray) with the shared auth token set — "
-            "otherwise keep 127.0.0.1 and use an SSH tunnel (docs/security.md)"
-        )
-    if not token:
-        raise ConfigError(
-            f"{name}: refusing to listen on {host} without the shared auth token: every node of the "
-            "cluster could call it; set ++auth_token=… (or auth_token in env.yaml, docs/security.md)"
-        )
 
 
 def run(spec: ChildSpec) -> int:

@@ -65,7 +65,7 @@ class ChildSpec(BaseModel):
     process serves too."""
     network_bind: bool = False
     """The launcher placed this server on a cluster: it may bind a non-loopback address, and then only
-    with the shared auth token (:func:`rewardgym.launch.child.check_bind`)."""
+    with the shared auth token (:func:`rewardgym.launch.binding.check_bind`)."""
 
     @property
     def log_subdir(self) -> str:

@@ -134,7 +134,7 @@ class HostedHere:
 
     async def start(self) -> None:
         """Build every server and start serving them (returns at once; readiness is probed as for a child)."""
-        from rewardgym.launch.child import check_bind
+        from rewardgym.launch.binding import check_bind
 
         servers: list[Servable] = []
         for spec in self.specs:

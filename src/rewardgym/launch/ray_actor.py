@@ -10,7 +10,7 @@ imports no Ray at import time):
 - :meth:`ServerActor.locate` answers where the actor runs (node id, node IP) and a port free on that node.
 - :meth:`ServerActor.start` reads the spec file, binds the server to this node's IP (so it is reachable
   from the other nodes: the server itself refuses unless the shared token is set, see
-  :func:`rewardgym.launch.child.check_bind`) and spawns ``python -m rewardgym.launch.child`` with the spec
+  :func:`rewardgym.launch.binding.check_bind`) and spawns ``python -m rewardgym.launch.child`` with the spec
   on its stdin, exactly as the local launcher does (the child dies with the actor: ``PR_SET_PDEATHSIG``).
 - When the server process exits without :meth:`ServerActor.stop`, the actor exits too, so Ray restarts it
   (up to the instance's ``max_restarts``); a restarted actor finds the spec file and starts the server

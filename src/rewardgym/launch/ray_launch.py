@@ -49,7 +49,6 @@ from rewardgym.config.secrets import redact_argv
 from rewardgym.errors import ConfigError, ServerError
 from rewardgym.http.errors import UpstreamError
 from rewardgym.launch.child_spec import ChildSpec
-from rewardgym.launch.head_identity import remove_record
 from rewardgym.launch.probe import http_status
 from rewardgym.launch.ray_placement import RayOptions, actor_options, demand, offers, ray_options
 from rewardgym.launch.supervisor import Supervisor, SupervisorOptions
@@ -161,7 +160,7 @@ class RaySupervisor(Supervisor):
             raise
 
     def _check_head_port(self) -> None:
-        from rewardgym.launch.child import check_bind
+        from rewardgym.launch.binding import check_bind
         from rewardgym.launch.serve import check_port_free
 
         options = self.options
@@ -318,8 +317,7 @@ class RaySupervisor(Supervisor):
                 await asyncio.wait_for(self._stop_requested.wait(), POLL_S)
 
     async def stop(self) -> None:
-        remove_record(self._identity_record)  # this stack's record (head_identity) goes first, as locally
-        self._identity_record = None
+        self._head.forget()  # this stack's record (head_identity) goes first, as locally
         if self._actors:
             import ray
 
@@ -343,11 +341,7 @@ class RaySupervisor(Supervisor):
                 spec_file.unlink()
         with contextlib.suppress(OSError):
             self._spec_dir.rmdir()
-        if self._head is not None and self._head_task is not None:
-            self._head.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._head_task, timeout=5.0)
-            self._head = None
+        await self._head.stop()
         if self._owns_cluster:
             import ray
 

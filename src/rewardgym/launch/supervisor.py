@@ -56,16 +56,14 @@ from rewardgym.config.secrets import child_environ
 from rewardgym.errors import ServerError
 from rewardgym.http.errors import UpstreamConnectionError, UpstreamError, safe_url
 from rewardgym.launch.child_spec import ChildSpec, InstanceRecord, model_identity
+from rewardgym.launch.embedded_head import EmbeddedHead
 from rewardgym.launch.forking import ForkedProcess, ForkServer, ForkServerError, discard_prestarted
-from rewardgym.launch.head_identity import new_stack_secret, remove_record, write_record
 from rewardgym.launch.logtail import tail_log
 from rewardgym.launch.probe import http_status, listening
 from rewardgym.launch.supervisor_options import ChildFailure, SupervisorOptions, all_or_first_error
 from rewardgym.servers.logs import log_path
 
 if TYPE_CHECKING:
-    import uvicorn
-
     from rewardgym.launch.colocate import HostedHere
 
 __all__ = ["ChildFailure", "Supervisor", "SupervisorOptions", "all_or_first_error"]
@@ -121,11 +119,9 @@ class Supervisor:
             child.record.replicas = child.spec.replicas
         self._group_colocated()
         self._stop_requested = asyncio.Event()
-        self._head: uvicorn.Server | None = None
-        self._head_task: asyncio.Task[None] | None = None
+        self._head = EmbeddedHead(options)
         self._forks: ForkServer | None = None
         self.head_url = f"http://{options.head_host}:{options.head_port}"
-        self._identity_record: Path | None = None
         self.waiting_for: set[str] = set()
         """Upstreams the start-up still waits for (the head's /health says so: the stack is not ready)."""
 
@@ -190,7 +186,7 @@ class Supervisor:
             raise
 
     def _check_ports(self) -> None:
-        from rewardgym.launch.child import check_bind
+        from rewardgym.launch.binding import check_bind
         from rewardgym.launch.serve import check_port_free
 
         options = self.options
@@ -210,39 +206,8 @@ class Supervisor:
                 raise ServerError(f"{name}: {exc}") from None
 
     async def _start_head(self) -> None:
-        from rewardgym.launch.colocate import embedded_uvicorn
-        from rewardgym.launch.registry_server import HeadServer
-        from rewardgym.launch.serve import uvicorn_config
-
-        config = {
-            "name": "head_server",
-            "host": self.options.head_host,
-            "port": self.options.head_port,
-            "log_dir": self.options.log_dir,
-            "auth_token": self.options.auth_token,
-        }
-        from rewardgym.launch.config_document import config_document
-
         specs = [child.spec for child in self._children]
-        stack_secret = new_stack_secret()
-        head = HeadServer(
-            config,
-            instances=self.records,
-            config_document=lambda: config_document(
-                specs, head_host=self.options.head_host, head_port=self.options.head_port
-            ),
-            stack_secret=stack_secret,
-            waiting_for=lambda: sorted(self.waiting_for),
-        )
-        self._head = embedded_uvicorn(uvicorn_config(head))
-        self._head_task = asyncio.create_task(self._head.serve())
-        deadline = time.monotonic() + 10.0
-        while not self._head.started:
-            if self._head_task.done() or time.monotonic() > deadline:
-                raise ServerError(f"the head server could not start on {self.head_url}")
-            await asyncio.sleep(POLL_INTERVAL_S)
-        # This user's private record of the stack: what `gym env stop` checks the head and the pid against.
-        self._identity_record = write_record(self.head_url, stack_secret)
+        await self._head.start(self.records, specs, lambda: sorted(self.waiting_for))
 
     async def _spawn(self, child: _Child) -> None:
         child.record.started_at = time.time()
@@ -400,8 +365,7 @@ class Supervisor:
 
     async def stop(self) -> None:
         """Stop all children (SIGTERM, grace period, SIGKILL) and the head server."""
-        remove_record(self._identity_record)
-        self._identity_record = None
+        self._head.forget()
         running = [c for c in self._children if c.process is not None and c.process.returncode is None]
         for child in running:
             child.record.status = "stopping"
@@ -421,8 +385,4 @@ class Supervisor:
         if self._forks is not None:
             await self._forks.close(self.options.stop_grace_s)
             self._forks = None
-        if self._head is not None and self._head_task is not None:
-            self._head.should_exit = True
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._head_task, timeout=5.0)
-            self._head = None
+        await self._head.stop()

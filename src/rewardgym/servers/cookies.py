@@ -7,7 +7,8 @@ Contract:
   header ``<name>=<value>; path=/; Max-Age=1209600; httponly; samesite=lax``; a signature older than
   ``max_age`` (14 days) or not made with the secret is rejected (the request starts a new session).
 - :meth:`SessionCookies.open` turns the request's ``Cookie`` header into a Starlette ``Session`` that always
-  holds ``session_id`` (a uuid4 hex on first contact, else kept) and says whether a valid cookie came in.
+  holds ``session_id`` (a uuid4 hex on first contact, :func:`new_session_id`, else kept) and says whether a
+  valid cookie came in.
   Verified cookie values are remembered (bounded FIFO, ``cache_size``) with their signing time, so a cookie
   seen before costs a dict lookup and an age check instead of an HMAC, base64 and JSON round trip.
 - :meth:`SessionCookies.headers` gives the headers every response carries (NeMo Gym re-sends the cookie on
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import time
-import uuid
 from base64 import b64decode, b64encode
 from collections import OrderedDict
 from collections.abc import Callable
@@ -34,6 +35,26 @@ from starlette.middleware.sessions import Session
 from starlette.requests import cookie_parser
 
 SESSION_ID_KEY = "session_id"
+_ID_BATCH = 256
+"""Session ids drawn per ``os.urandom`` call (16 bytes each)."""
+_random_ids: list[str] = []
+os.register_at_fork(after_in_child=_random_ids.clear)  # a forked server never repeats its parent's ids
+
+
+def new_session_id() -> str:
+    """A random version-4 UUID as 32 hex digits — ``uuid.uuid4().hex``, drawn from the same OS source
+    (``os.urandom``) 256 at a time: one system call per 256 new sessions instead of one each (every rollout
+    opens three)."""
+    if not _random_ids:
+        pool = bytearray(os.urandom(16 * _ID_BATCH))
+        for start in range(0, len(pool), 16):
+            pool[start + 6] = (pool[start + 6] & 0x0F) | 0x40  # version 4
+            pool[start + 8] = (pool[start + 8] & 0x3F) | 0x80  # RFC 4122 variant
+        digits = pool.hex()
+        _random_ids.extend(digits[i : i + 32] for i in range(0, 32 * _ID_BATCH, 32))
+    return _random_ids.pop()
+
+
 MAX_AGE_S = 14 * 24 * 60 * 60
 """Starlette's default cookie lifetime (seconds)."""
 
@@ -103,7 +124,7 @@ class SessionCookies:
                 data = self.load(value)
         session = Session(data) if data else Session()
         if not session.get(SESSION_ID_KEY):
-            session[SESSION_ID_KEY] = uuid.uuid4().hex
+            session[SESSION_ID_KEY] = new_session_id()
         return session, data is not None
 
     # ----------------------------------------------------------------- outgoing
