@@ -33,7 +33,11 @@ from typing import Any
 
 from rewardgym.http.h1conn import H1Disconnected, H1Reply, H1ReplyTooLarge, Headers, Target
 
-__all__ = ["LocalDisconnected", "ReplyTooLarge", "exchange", "host", "hosted", "unhost"]
+__all__ = ["BODY_SCOPE_KEY", "LocalDisconnected", "ReplyTooLarge", "exchange", "host", "hosted", "unhost"]
+
+BODY_SCOPE_KEY = "rewardgym.local_body"
+"""The whole request body, also put in the scope of an in-process request (the ``http.request`` message
+carries the same bytes): a server may take it from there instead of reading the message stream."""
 
 ASGIApp = Callable[..., Coroutine[Any, Any, None]]
 """An ASGI application: ``await app(scope, receive, send)``."""
@@ -86,6 +90,7 @@ def _scope(method: str, target: Target, body: bytes | None, headers: dict[str, s
         "query_string": query,
         "headers": pairs,
         "state": {},
+        BODY_SCOPE_KEY: body or b"",
     }
 
 

@@ -42,6 +42,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from rewardgym.http import deadline
+from rewardgym.http.local import BODY_SCOPE_KEY
 from rewardgym.observe.capture import ROLLOUT_ID_PATTERN, ROLLOUT_PREFIX
 from rewardgym.servers.middleware import BodyTooLarge, Gate, LastResortMiddleware, send_json
 
@@ -188,6 +189,9 @@ class ServerApp(FastAPI):
     ) -> None:
         scope["app"] = self
         request = Request(scope, receive)
+        body = scope.get(BODY_SCOPE_KEY)
+        if body is not None:  # an in-process request (rewardgym.http.local): its body is already whole
+            request._body = body  # Starlette's cache of ``await request.body()``
         gate = self.gate
         try:
             response = await endpoint(request)

@@ -24,7 +24,7 @@ import hmac
 import json
 import os
 import time
-from base64 import b64decode, b64encode
+from base64 import b64decode, b64encode, urlsafe_b64encode
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +35,7 @@ from starlette.middleware.sessions import Session
 from starlette.requests import cookie_parser
 
 SESSION_ID_KEY = "session_id"
+_ID_KEY = SESSION_ID_KEY.encode("ascii")
 _ID_BATCH = 256
 """Session ids drawn per ``os.urandom`` call (16 bytes each)."""
 _random_ids: list[str] = []
@@ -81,9 +82,12 @@ class SessionCookies:
         self.refresh_s = refresh_s
         self.cache_size = cache_size
         self._signer = itsdangerous.TimestampSigner(secret)
-        # The signer's HMAC keyed with its derived key, copied per signature (``TimestampSigner.sign``'s MAC).
-        self._mac = hmac.new(self._signer.derive_key(), digestmod=self._signer.digest_method)
+        # ``TimestampSigner.sign``'s MAC: HMAC with the signer's derived key and digest.
+        self._key = self._signer.derive_key()
+        self._digest = self._signer.digest_method
         self._flags = f"; path=/; Max-Age={max_age}; httponly; samesite=lax"
+        self._stamp_at = -1
+        self._stamp = b""
         self._clear: Header = (
             b"set-cookie",
             f"{name}=null; path=/; expires=Thu, 01 Jan 1970 00:00:00 GMT; httponly; samesite=lax".encode(),
@@ -149,19 +153,20 @@ class SessionCookies:
 
     def sign(self, payload: bytes, timestamp: int) -> bytes:
         """``TimestampSigner(secret).sign(payload)`` as signed at ``timestamp`` (same bytes, less work)."""
-        value = payload + b"." + base64_encode(int_to_bytes(timestamp))
-        mac = self._mac.copy()
-        mac.update(value)
-        return value + b"." + base64_encode(mac.digest())
+        if timestamp != self._stamp_at:  # the encoded timestamp changes once a second
+            self._stamp_at, self._stamp = timestamp, b"." + base64_encode(int_to_bytes(timestamp))
+        value = payload + self._stamp
+        mac = hmac.digest(self._key, value, self._digest)  # one-shot (OpenSSL): no HMAC object per cookie
+        return value + b"." + urlsafe_b64encode(mac).rstrip(b"=")
 
     def _sign(self, session: dict[str, Any]) -> tuple[Header, int]:
         signed_at = int(self._clock())
         sid = session.get(SESSION_ID_KEY)
         if len(session) == 1 and isinstance(sid, str) and sid.isascii() and sid.isalnum():
-            text = f'{{"{SESSION_ID_KEY}": "{sid}"}}'  # json.dumps of the dict, byte for byte
+            text = b'{"' + _ID_KEY + b'": "' + sid.encode("ascii") + b'"}'  # json.dumps of it, byte for byte
         else:
-            text = json.dumps(session)
-        value = self.sign(b64encode(text.encode("utf-8")), signed_at).decode("utf-8")
+            text = json.dumps(session).encode("utf-8")
+        value = self.sign(b64encode(text), signed_at).decode("ascii")
         self._remember(value, dict(session), signed_at)
         return (b"set-cookie", f"{self.name}={value}{self._flags}".encode("latin-1")), signed_at
 
