@@ -143,3 +143,19 @@ async def test_an_app_failing_before_its_reply_is_a_disconnect(port: int) -> Non
     async with HttpClient(ONE_TRY) as client:
         with pytest.raises(UpstreamConnectionError, match="without a complete reply"):
             await client.get(f"http://127.0.0.1:{port}/")
+
+
+async def test_a_header_with_a_line_break_is_refused_before_the_app_sees_it(port: int) -> None:
+    called = False
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        nonlocal called
+        called = True
+
+    local.host("127.0.0.1", port, app)
+    async with HttpClient(HttpClientConfig(max_attempts=3)) as client:
+        with pytest.raises(UpstreamConnectionError, match="X-Evil") as failure:
+            await client.post(
+                f"http://127.0.0.1:{port}/", json={}, headers={"X-Evil": "a\r\nSet-Cookie: x=1"}
+            )
+    assert failure.value.final and not called

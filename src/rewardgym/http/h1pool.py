@@ -75,6 +75,12 @@ def _injected(headers: dict[str, str]) -> str:
     return "the request line contains CR/LF; not sent"
 
 
+def _has_line_break(headers: dict[str, str]) -> bool:
+    """Whether a header name or value holds a CR or LF (what would inject a header on the wire)."""
+    joined = "".join([*headers, *headers.values()])
+    return "\r" in joined or "\n" in joined
+
+
 class _Peer:
     """The connections to one (host, port): idle ones to reuse and a bound on how many are open."""
 
@@ -130,6 +136,15 @@ class H1Pool:
         if self._closed:
             raise H1Disconnected("the connection pool is closed")
         target = self.target(url)
+        total = total_timeout_s if total_timeout_s is not None else self.total_timeout_s
+        app = local.hosted(target)
+        if app is not None:  # a server of this very process (colocated): the same request, no socket
+            if headers and _has_line_break(headers):
+                raise H1HeaderError(_injected(headers))
+            limit = self.max_reply_bytes
+            return await local.exchange(
+                app, method, target, body, headers or {}, timeout_s=total, max_reply_bytes=limit
+            )
         head = [method.encode("ascii"), b" ", target.target, b" HTTP/1.1\r\nHost: ", target.host_header]
         lines = 2  # the request line and Host
         if headers:
@@ -143,18 +158,6 @@ class H1Pool:
         block = b"".join(head)
         if block.count(b"\n") != lines + 1 or block.count(b"\r") != lines + 1:  # two C-speed scans
             raise H1HeaderError(_injected(headers or {}))
-        total = total_timeout_s if total_timeout_s is not None else self.total_timeout_s
-        app = local.hosted(target)
-        if app is not None:  # a server of this very process (colocated): the same request, no socket
-            return await local.exchange(
-                app,
-                method,
-                target,
-                body,
-                headers or {},
-                timeout_s=total,
-                max_reply_bytes=self.max_reply_bytes,
-            )
         data = block + body if body is not None else block
         deadline = None if total is None else time.monotonic() + total
         return await self._exchange(target, data, deadline, total)

@@ -127,11 +127,13 @@ async def exchange(
         kind = message["type"]
         if kind == "http.response.start":
             reply.status = int(message["status"])
+            found = reply.headers
             for name, value in message.get("headers", ()):
                 key, text = name.decode("latin-1").lower(), value.decode("latin-1")
                 if key == "set-cookie":
                     reply.set_cookies.append(text)
-                reply.headers[key] = f"{reply.headers[key]}, {text}" if key in reply.headers else text
+                earlier = dict.get(found, key)  # names are lower-cased already: the plain dict lookup
+                dict.__setitem__(found, key, text if earlier is None else f"{earlier}, {text}")
         elif kind == "http.response.body":
             chunk = message.get("body", b"")
             size += len(chunk)
