@@ -146,11 +146,16 @@ def _command_word(args: list[str]) -> str | None:
 
 
 def _starts_servers(args: list[str]) -> bool:
-    """``gym env start`` / ``gym eval run`` (without ``--no-serve``): commands that launch servers."""
+    """``gym env start`` / ``gym eval run`` (without ``--no-serve``): commands that launch server processes.
+
+    A serving ``gym eval run ++colocate=true`` hosts its servers itself (no fork server to prestart)."""
     words = [a for a in args if a not in _ROOT_FLAGS]
     if "--help" in args or len(words) < 2:
         return False
-    return words[:2] == ["env", "start"] or (words[:2] == ["eval", "run"] and "--no-serve" not in args)
+    if words[:2] == ["env", "start"]:
+        return True
+    hosted = any(a.lstrip("+") == "colocate=true" for a in args)
+    return words[:2] == ["eval", "run"] and "--no-serve" not in args and not hosted
 
 
 def _subcommand(args: list[str], word: str) -> str | None:
