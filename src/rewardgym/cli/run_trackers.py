@@ -50,10 +50,12 @@ def without_tracker_keys(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def after_run_files(rollouts: Path, *, health: bool, trackers: bool) -> list[tuple[Path, str]]:
+    if not (health or trackers):
+        return []  # nothing is written after the run: the analysis and profile stacks stay unloaded
     from rewardgym.analysis.sidecars import output_paths, written_files
     from rewardgym.profile.write.output import output_paths as profile_paths
 
-    files = written_files(output_paths(rollouts), health_only=not trackers) if health or trackers else []
+    files = written_files(output_paths(rollouts), health_only=not trackers)
     if trackers:
         profile = profile_paths(rollouts)
         files += [
