@@ -131,3 +131,42 @@ def test_a_serving_run_hosts_the_colocated_stack_in_its_own_process(tmp_path: Pa
     assert len(rows) == 5
     assert all(row["reward"] == float(row["expected_answer"] == "B") for row in rows)
     assert not (tmp_path / "out/logs/_fork_server.log").exists()
+
+
+def _strip_volatile(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without what differs between any two runs: ids and times of the stub's answers, latency."""
+    response = dict(row["response"])
+    response.pop("id")
+    response.pop("created_at")
+    response["output"] = [{k: v for k, v in item.items() if k != "id"} for item in response["output"]]
+    perf = {k: v for k, v in row["ng_perf"].items() if k != "total_latency_ms"}
+    return row | {"response": response, "ng_perf": perf}
+
+
+def test_a_colocated_run_writes_the_same_rows_as_separate_servers(
+    tmp_path: Path, upstream: ThreadedServer
+) -> None:
+    (tmp_path / "stack.yaml").write_text(STACK.format(url=upstream.url))
+    outputs = {}
+    for name, switch in (("separate", []), ("colocated", ["++colocate=true"])):
+        run = GymProcess(
+            ["eval", "run", "--config", "stack.yaml", "--input", str(EXAMPLES / "mcqa" / "example.jsonl"),
+             "--agent", "mcqa_simple_agent", "--num-repeats", "2", "--output", f"{name}/rollouts.jsonl",
+             *switch],
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert run.finish(timeout=240) == 0, run.text
+        outputs[name] = tmp_path / name
+    rows = {
+        name: sorted(
+            (orjson.loads(line) for line in (folder / "rollouts.jsonl").read_bytes().splitlines()),
+            key=lambda row: (row["_ng_task_index"], row["_ng_rollout_index"]),
+        )
+        for name, folder in outputs.items()
+    }
+    assert len(rows["separate"]) == len(rows["colocated"]) == 10
+    for separate, colocated in zip(rows["separate"], rows["colocated"], strict=True):
+        assert list(separate) == list(colocated)  # the same keys in the same order
+        assert _strip_volatile(separate) == _strip_volatile(colocated)
+    name = "rollouts_materialized_inputs.jsonl"
+    assert (outputs["separate"] / name).read_bytes() == (outputs["colocated"] / name).read_bytes()
