@@ -24,7 +24,7 @@ _RUN = "cli/run_options.py"
 _RUN_SETTINGS = "cli/run_settings.py"
 _TRACKERS = "cli/run_trackers.py"
 _PORTS = "config/ports.py"
-_HEALTH = "cli/analyze_cmd.py"
+_HEALTH = "cli/run_health.py"
 
 READ_BY: Final[Mapping[str, str]] = {
     "_copy": "config/directives.py", "_delete_key": "config/directives.py",

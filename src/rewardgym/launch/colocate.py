@@ -163,7 +163,11 @@ class HostedHere:
             local.host(server.config.host, server.config.port, cast("local.ASGIApp", config.app))
             self._hosted.append((server.config.host, server.config.port))
         watcher = asyncio.gather(*self._tasks)
-        watcher.add_done_callback(lambda _: self._end(0))
+        watcher.add_done_callback(self._ended_with)
+
+    def _ended_with(self, watcher: asyncio.Future[list[None]]) -> None:
+        failed = watcher.cancelled() or watcher.exception() is not None  # killed, or a server crashed
+        self._end(1 if failed else 0)
 
     async def _serve(self, server: uvicorn.Server) -> None:
         try:
