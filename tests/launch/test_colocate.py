@@ -1,12 +1,12 @@
 """``colocate: true`` over real processes: `gym env start` serves the agent, the environment and the model
 server from one process; each still answers on its own port, a `gym eval run --no-serve` collects through
 it, and the process's own servers are called without a socket (none of its TCP connections goes to one of
-its own ports — the control run without the switch has them)."""
+its own ports — the control run without the switch has them). A serving `gym eval run ++colocate=true` hosts
+them in its own process and writes the same rows as separate servers."""
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +15,9 @@ import psutil
 import pytest
 
 from rewardgym.launch.serve import ThreadedServer
+from rewardgym.testing import OpenAIStub
+from tests.collect.test_e2e_stack import API_KEY, STACK
 from tests.conftest import EXAMPLES
-from tests.stubs.openai_stub import StubState, start_stub
 from tests.stubs.processes import (
     GymProcess,
     instances,
@@ -26,33 +27,14 @@ from tests.stubs.processes import (
     start_env,
 )
 
-STACK = """\
-policy_model:
-  responses_api_models:
-    openai_model:
-      openai_base_url: {url}/v1
-      openai_api_key: sk-colocate-test
-      openai_model: stub
-mcqa:
-  resources_servers:
-    tests.stubs.environments:ExactMatchServer:
-      domain: knowledge
-mcqa_simple_agent:
-  responses_api_agents:
-    simple_agent:
-      resources_server: {{type: resources_servers, name: mcqa}}
-      model_server: {{type: responses_api_models, name: policy_model}}
-"""
+Stub = tuple[ThreadedServer, OpenAIStub]
 
 
-@pytest.fixture
-def upstream() -> Iterator[ThreadedServer]:
-    runner, app = start_stub(StubState(text="\\boxed{B}"))
-    try:
-        yield runner
-    finally:
-        app.released = True
-        runner.stop()
+def _stack(folder: Path, upstream: ThreadedServer) -> list[str]:
+    """The e2e stack (openai_model → the stub, an exact-match environment, simple_agent): its flags."""
+    (folder / "stack.yaml").write_text(STACK)
+    return ["--config", "stack.yaml", "--model-url", f"{upstream.url}/v1", "--model", "stub",
+            "--model-api-key", API_KEY]  # fmt: skip
 
 
 def _own_port_connections(pid: int, ports: set[int]) -> list[Any]:
@@ -62,12 +44,11 @@ def _own_port_connections(pid: int, ports: set[int]) -> list[Any]:
 
 @pytest.mark.parametrize("colocate", [True, False], ids=["colocated", "separate"])
 def test_one_process_serves_the_stack_and_calls_itself_without_a_socket(
-    tmp_path: Path, upstream: ThreadedServer, colocate: bool
+    tmp_path: Path, stub: Stub, colocate: bool
 ) -> None:
-    (tmp_path / "stack.yaml").write_text(STACK.format(url=upstream.url))
     marker = new_marker()
     switch = ["++colocate=true"] if colocate else []
-    gym, head = start_env(["--config", "stack.yaml", *switch], cwd=tmp_path, marker=marker)
+    gym, head = start_env([*_stack(tmp_path, stub[0]), *switch], cwd=tmp_path, marker=marker)
     try:
         records = instances(head)
         pids = {name: record["pid"] for name, record in records.items()}
@@ -99,21 +80,20 @@ def test_one_process_serves_the_stack_and_calls_itself_without_a_socket(
     assert poll(lambda: not marked_processes(marker), timeout=30), "a server outlived gym env start"
 
 
-def test_a_colocate_value_that_is_not_a_boolean_is_an_error(tmp_path: Path, upstream: ThreadedServer) -> None:
-    (tmp_path / "stack.yaml").write_text(STACK.format(url=upstream.url))
-    gym = GymProcess(["env", "start", "--config", "stack.yaml", "++colocate=maybe"], cwd=tmp_path)
+def test_a_colocate_value_that_is_not_a_boolean_is_an_error(tmp_path: Path, stub: Stub) -> None:
+    gym = GymProcess(["env", "start", *_stack(tmp_path, stub[0]), "++colocate=maybe"], cwd=tmp_path)
     assert gym.finish(timeout=60) != 0
     assert "colocate: must be true or false, got 'maybe'" in gym.text
     assert "ready" not in gym.text
 
 
-def test_a_serving_run_hosts_the_colocated_stack_in_its_own_process(tmp_path: Path) -> None:
-    runner, app = start_stub(StubState(mode="hang", text="\\boxed{B}"))  # calls wait until released
+def test_a_serving_run_hosts_the_colocated_stack_in_its_own_process(tmp_path: Path, stub: Stub) -> None:
+    runner, app = stub
+    app.state.mode = "hang"  # every model call waits until released
     try:
-        (tmp_path / "stack.yaml").write_text(STACK.format(url=runner.url))
         marker = new_marker()
         gym = GymProcess(
-            ["eval", "run", "--config", "stack.yaml", "--input", str(EXAMPLES / "mcqa" / "example.jsonl"),
+            ["eval", "run", *_stack(tmp_path, runner), "--input", str(EXAMPLES / "mcqa" / "example.jsonl"),
              "--agent", "mcqa_simple_agent", "--output", "out/rollouts.jsonl", "++colocate=true"],
             cwd=tmp_path, marker=marker,
         )  # fmt: skip
@@ -126,7 +106,6 @@ def test_a_serving_run_hosts_the_colocated_stack_in_its_own_process(tmp_path: Pa
         assert gym.finish(timeout=240) == 0, gym.text
     finally:
         app.released = True
-        runner.stop()
     rows = [orjson.loads(line) for line in (tmp_path / "out/rollouts.jsonl").read_bytes().splitlines()]
     assert len(rows) == 5
     assert all(row["reward"] == float(row["expected_answer"] == "B") for row in rows)
@@ -143,16 +122,13 @@ def _strip_volatile(row: dict[str, Any]) -> dict[str, Any]:
     return row | {"response": response, "ng_perf": perf}
 
 
-def test_a_colocated_run_writes_the_same_rows_as_separate_servers(
-    tmp_path: Path, upstream: ThreadedServer
-) -> None:
-    (tmp_path / "stack.yaml").write_text(STACK.format(url=upstream.url))
+def test_a_colocated_run_writes_the_same_rows_as_separate_servers(tmp_path: Path, stub: Stub) -> None:
+    flags = _stack(tmp_path, stub[0])
     outputs = {}
     for name, switch in (("separate", []), ("colocated", ["++colocate=true"])):
         run = GymProcess(
-            ["eval", "run", "--config", "stack.yaml", "--input", str(EXAMPLES / "mcqa" / "example.jsonl"),
-             "--agent", "mcqa_simple_agent", "--num-repeats", "2", "--output", f"{name}/rollouts.jsonl",
-             *switch],
+            ["eval", "run", *flags, "--input", str(EXAMPLES / "mcqa" / "example.jsonl"), "--agent",
+             "mcqa_simple_agent", "--num-repeats", "2", "--output", f"{name}/rollouts.jsonl", *switch],
             cwd=tmp_path,
         )  # fmt: skip
         assert run.finish(timeout=240) == 0, run.text
