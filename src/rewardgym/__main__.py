@@ -10,10 +10,12 @@ import sys
 def run() -> None:
     try:
         from rewardgym.cli.main import main
-    except KeyboardInterrupt:
+
+        code = main()
+    except KeyboardInterrupt:  # before main's own handler, or one main re-raised from a callback late
         sys.stderr.write("Interrupted.\n")
         sys.exit(130)
-    sys.exit(main())
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ or 1 (runtime). An :class:`OSError` that reaches this level (a full disk, a read
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
@@ -208,6 +209,16 @@ def _root_words(args: list[str]) -> list[str]:
     return words
 
 
+def _redeliver_interrupt(unraisable: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C that landed where Python can only print it — a weakref callback or ``__del__``, e.g. the
+    import system's module-lock callback while a command imports a module on first use — is raised again in
+    the main thread instead of being lost (the command would otherwise run on after "Exception ignored")."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _thread.interrupt_main()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
     args = _bare_ray_flag(sys.argv[1:] if argv is None else argv)
@@ -220,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     if signal.getsignal(signal.SIGINT) is _interrupted_early:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is handled below
+        sys.unraisablehook = _redeliver_interrupt
     try:
         if _starts_servers(args):
             from rewardgym.launch.forking import prestart
