@@ -15,7 +15,6 @@ or 1 (runtime). An :class:`OSError` that reaches this level (a full disk, a read
 
 from __future__ import annotations
 
-import _thread
 import os
 import signal
 import sys
@@ -209,17 +208,31 @@ def _root_words(args: list[str]) -> list[str]:
     return words
 
 
-def _redeliver_interrupt(unraisable: sys.UnraisableHookArgs) -> None:
-    """A Ctrl-C that landed where Python can only print it — a weakref callback or ``__del__``, e.g. the
-    import system's module-lock callback while a command imports a module on first use — is raised again in
-    the main thread instead of being lost (the command would otherwise run on after "Exception ignored")."""
+_SWALLOWED_INTERRUPT = {"seen": False}
+
+
+def _keep_interrupt(unraisable: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C that landed where Python cannot raise it — a weakref callback or ``__del__``, e.g. the import
+    system's module-lock callback while a command imports a module on first use — is kept, not printed as
+    "Exception ignored": :func:`main` then ends the command with ``Interrupted.`` (raising it again from here
+    could land in this very hook)."""
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _thread.interrupt_main()
+        _SWALLOWED_INTERRUPT["seen"] = True
         return
     sys.__unraisablehook__(unraisable)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns (and, as a console script, exits with) the process exit code — 130 with
+    ``Interrupted.`` when a Ctrl-C arrived where Python could not raise it."""
+    code = _main(argv)
+    if _SWALLOWED_INTERRUPT["seen"]:
+        sys.stderr.write("Interrupted.\n")
+        return 130
+    return code
+
+
+def _main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the process exit code."""
     args = _bare_ray_flag(sys.argv[1:] if argv is None else argv)
     root = _root_words(args)
@@ -231,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in args or os.environ.get("REWARDGYM_DEBUG") == "1"
     if signal.getsignal(signal.SIGINT) is _interrupted_early:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is handled below
-        sys.unraisablehook = _redeliver_interrupt
+        sys.unraisablehook = _keep_interrupt
     try:
         if _starts_servers(args):
             from rewardgym.launch.forking import prestart
