@@ -5,6 +5,7 @@ Layout (one job per module):
   of times; ``reply`` — :class:`~rewardgym.http.reply.HttpReply` and the reply decoding both transports
   share; ``config`` — its ``http:`` config block;
 - ``h1pool`` / ``h1conn`` — the lean keep-alive HTTP/1.1 transport of plain ``http://`` URLs;
+  ``local`` — the same requests to a server hosted by this process, without a socket (``colocate``);
 - ``retry``   — the one retry timing (full-jitter backoff, ``Retry-After``), also the collector's;
 - ``errors``  — the ``Upstream*`` errors of a failed call and the error ``type`` names servers answer.
 

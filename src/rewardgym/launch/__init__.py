@@ -8,6 +8,9 @@ Layout (one job per module):
 - ``forking`` + ``zygote`` — the fork server that imports the server stack once and forks each instance;
   ``child`` — the spawn fallback's entry point (``python -m rewardgym.launch.child``);
 - ``registry_server`` — the head registry (a small Starlette app served by the supervisor process);
+  ``embedded_head`` — serving it in the supervisor's loop; ``binding`` — where a server may listen;
+- ``colocate``     — several instances served by one process (``colocate: true``): a child that serves
+  them together, or the supervisor's own process (a serving ``gym eval run``);
 - ``serve``        — uvicorn settings, a port check, and :class:`~.serve.ThreadedServer` (in-process
   runner for tests and tools).
 
