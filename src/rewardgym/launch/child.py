@@ -13,7 +13,8 @@ Contract:
   stdout/stderr are the instance's log file, opened by the supervisor.
 - Binding: a server listens on a non-loopback address only when its launcher placed it on a cluster
   (``spec.network_bind``, the Ray launcher) and only with the shared auth token set; otherwise
-  :func:`check_bind` refuses to start it with one ``Error:`` line naming the instance and what to do.
+  :func:`~rewardgym.launch.binding.check_bind` refuses to start it with one ``Error:`` line naming the
+  instance and what to do.
 - :func:`run` is the same thing for a spec already in hand; the fork server
   (:mod:`rewardgym.launch.zygote`) calls it in each process it forks.
 """
@@ -29,8 +30,7 @@ from pydantic import ValidationError
 
 from rewardgym.config.secrets import redact_text, register_secret
 from rewardgym.errors import RewardGymError
-from rewardgym.launch.binding import check_bind
-from rewardgym.launch.child_spec import ChildSpec, server_class
+from rewardgym.launch.child_spec import ChildSpec
 
 PR_SET_PDEATHSIG = 1
 
@@ -53,22 +53,16 @@ def run(spec: ChildSpec) -> int:
     for secret in spec.secrets:
         register_secret(secret)
     try:
-        check_bind(spec.name, spec.host, network_bind=spec.network_bind, token=spec.config.get("auth_token"))
+        from rewardgym.launch.colocate import build_server, serve_together
         from rewardgym.launch.serve import serve_forever
         from rewardgym.servers.logs import attach_library_loggers
 
-        server = server_class(spec.kind, spec.implementation)(spec.config)
+        server = build_server(spec)
         attach_library_loggers(server.config.name, server.config.log_level)
         if not spec.companions:
             serve_forever(server)
             return 0
-        from rewardgym.launch.colocate import serve_together
-
-        servers = [server]
-        for companion in spec.companions:
-            check_bind(companion.name, companion.host, network_bind=False, token=None)
-            servers.append(server_class(companion.kind, companion.implementation)(companion.config))
-        serve_together(servers)
+        return serve_together([server, *(build_server(companion) for companion in spec.companions)])
     except RewardGymError as exc:
         sys.stderr.write(f"Error: {spec.name}: {redact_text(str(exc))}\n")
         return 1

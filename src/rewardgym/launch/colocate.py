@@ -20,8 +20,9 @@ Contract:
   specs and the supervisor hands one process the group (:attr:`ChildSpec.companions`).
 - :func:`serve_together` runs built servers in this process until SIGINT/SIGTERM: each on its own uvicorn
   server and port (all on one event loop, signals handled once for all), each registered for in-process
-  calls once every one of them has started; graceful shutdown as for one server. ``gym env start`` runs
-  it in the group's one child process.
+  calls; graceful shutdown as for one server; a server that cannot start stops the others (exit code 1).
+  ``gym env start`` runs it in the group's one child process. :func:`build_server` builds one instance
+  after the binding rule, for both.
 - :class:`HostedHere` serves the group inside the supervisor's own process instead — what a serving
   ``gym eval run`` does, so that the collector's calls to its agents skip the socket as well (one process
   for the whole job, the shape of an in-process evaluator).
@@ -34,20 +35,24 @@ import contextlib
 import gc
 import os
 import signal
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rewardgym.config.secrets import redact_text
 from rewardgym.errors import RewardGymError
 from rewardgym.http import local
+from rewardgym.launch.binding import check_bind
 from rewardgym.launch.child_spec import ChildSpec, server_class
 from rewardgym.launch.serve import Servable, check_port_free, uvicorn_config
 
 if TYPE_CHECKING:
     import uvicorn
 
-__all__ = ["HOSTED_GC_THRESHOLDS", "HostedHere", "embedded_uvicorn", "serve_together"]
+    from rewardgym.servers.base import BaseServer
+
+__all__ = ["HOSTED_GC_THRESHOLDS", "HostedHere", "build_server", "embedded_uvicorn", "serve_together"]
 
 HOSTED_GC_THRESHOLDS = (100_000, 20, 20)
 """``gc.set_threshold`` of a process that serves a colocated stack. Every rollout's objects live in this one
@@ -69,52 +74,87 @@ def embedded_uvicorn(config: uvicorn.Config) -> uvicorn.Server:
     return EmbeddedUvicorn(config)
 
 
-async def _serve(servers: Sequence[Servable]) -> None:
-    configs = [uvicorn_config(server) for server in servers]
-    running = [embedded_uvicorn(config) for config in configs]
-    loop = asyncio.get_running_loop()
+def build_server(spec: ChildSpec) -> BaseServer[Any]:
+    """The server of ``spec``, once its host passed the binding rule (:func:`~.binding.check_bind`)."""
+    check_bind(spec.name, spec.host, network_bind=spec.network_bind, token=spec.config.get("auth_token"))
+    return server_class(spec.kind, spec.implementation)(spec.config)
 
-    def stop() -> None:
-        for server in running:
+
+class _Group:
+    """Built servers served on the running event loop, each on its own uvicorn server and port and each
+    registered for in-process calls; when one ends, the others are asked to stop (as one process would)."""
+
+    def __init__(self, servers: Sequence[Servable]) -> None:
+        self.servers = list(servers)
+        self.running: list[uvicorn.Server] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.failure: str | None = None
+        """Why the group ended early: a server could not start."""
+
+    def start(self) -> asyncio.Future[list[None]]:
+        """Start every server; the returned future ends when all of them have."""
+        configs = [uvicorn_config(server) for server in self.servers]
+        self.running = [embedded_uvicorn(config) for config in configs]
+        self.tasks = [asyncio.create_task(self._serve(server)) for server in self.running]
+        for server, config in zip(self.servers, configs, strict=True):
+            local.host(server.config.host, server.config.port, cast("local.ASGIApp", config.app))
+        return asyncio.gather(*self.tasks)
+
+    async def _serve(self, server: uvicorn.Server) -> None:
+        try:
+            await server.serve()
+        except SystemExit as exc:  # uvicorn exits when it cannot bind or its lifespan fails
+            self.failure = self.failure or f"a colocated server stopped at start-up (uvicorn exit {exc.code})"
+        if not server.started:
+            self.failure = self.failure or "a colocated server stopped before it started"
+        self.terminate()
+
+    def terminate(self) -> None:
+        for server in self.running:
             server.should_exit = True
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop)
-    tasks = [asyncio.create_task(server.serve()) for server in running]
-    try:
-        while not all(server.started for server in running):
-            if any(task.done() for task in tasks):  # one could not start: the others stop too
-                stop()
-                break
-            await asyncio.sleep(0.01)
-        else:
-            for server, config in zip(servers, configs, strict=True):
-                local.host(server.config.host, server.config.port, cast("local.ASGIApp", config.app))
-        await asyncio.gather(*tasks)
-    finally:
-        for server in servers:
+    def kill(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+    def unhost(self) -> None:
+        for server in self.servers:
             local.unhost(server.config.host, server.config.port)
 
 
-def serve_together(servers: Sequence[Servable]) -> None:
-    """Serve ``servers`` from this process until SIGINT/SIGTERM (module docstring)."""
+async def _serve_until_signalled(servers: Sequence[Servable]) -> int:
+    group = _Group(servers)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, group.terminate)
+    try:
+        await group.start()
+    finally:
+        group.unhost()
+    if group.failure is not None:
+        sys.stderr.write(f"Error: {group.failure}\n")
+        return 1
+    return 0
+
+
+def serve_together(servers: Sequence[Servable]) -> int:
+    """Serve ``servers`` from this process until SIGINT/SIGTERM (module docstring); the exit code."""
     for server in servers:
         check_port_free(server.config.host, server.config.port)
     gc.set_threshold(*HOSTED_GC_THRESHOLDS)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency
-        asyncio.run(_serve(servers))
-    else:
-        uvloop.run(_serve(servers))
+        return asyncio.run(_serve_until_signalled(servers))
+    return uvloop.run(_serve_until_signalled(servers))
 
 
 class HostedHere:
     """Colocated servers served by the supervisor's own process and event loop — a serving ``gym eval run``:
     the collector then reaches its agents without a socket too. To the supervisor it stands for the group's
     child process: ``pid`` (this process), ``returncode`` (set when every server has ended: 0, or 1 when one
-    could not be built or started — the reason is written to ``log``), :meth:`wait`, :meth:`terminate`
-    (graceful stop) and :meth:`kill` (cancel)."""
+    could not be built or started, was killed or crashed — the reason is written to ``log``), :meth:`wait`,
+    :meth:`terminate` (graceful stop) and :meth:`kill` (cancel)."""
 
     def __init__(self, specs: Sequence[ChildSpec], log: Path) -> None:
         self.specs = list(specs)
@@ -122,61 +162,40 @@ class HostedHere:
         self.pid = os.getpid()
         self.returncode: int | None = None
         self._ended = asyncio.Event()
-        self._running: list[uvicorn.Server] = []
-        self._tasks: list[asyncio.Task[None]] = []
-        self._hosted: list[tuple[str, int]] = []
+        self._group: _Group | None = None
 
-    def _fail(self, message: str) -> None:
-        with self.log.open("a", encoding="utf-8") as handle:
-            handle.write(f"Error: {redact_text(message)}\n")
-        self._end(1)
-
-    def _end(self, code: int) -> None:
-        for address in self._hosted:
-            local.unhost(*address)
-        self._hosted.clear()
+    def _end(self, code: int, reason: str | None = None) -> None:
+        if reason is not None:
+            with self.log.open("a", encoding="utf-8") as handle:
+                handle.write(f"Error: {redact_text(reason)}\n")
+        if self._group is not None:
+            self._group.unhost()
         if self.returncode is None:
             self.returncode = code
         self._ended.set()
 
     async def start(self) -> None:
         """Build every server and start serving them (returns at once; readiness is probed as for a child)."""
-        from rewardgym.launch.binding import check_bind
-
         servers: list[Servable] = []
         for spec in self.specs:
             try:
-                check_bind(spec.name, spec.host, network_bind=False, token=None)
                 check_port_free(spec.host, spec.port)
-                servers.append(server_class(spec.kind, spec.implementation)(spec.config))
+                servers.append(build_server(spec))
             except RewardGymError as exc:
-                self._fail(f"{spec.name}: {exc}")
+                self._end(1, f"{spec.name}: {exc}")
                 return
         # This process now holds servers' state (sessions, cookie caches): collect cycles in server-sized
         # batches, and leave everything imported and built so far out of every full collection.
         gc.set_threshold(*HOSTED_GC_THRESHOLDS)
         gc.freeze()
-        configs = [uvicorn_config(server) for server in servers]
-        self._running = [embedded_uvicorn(config) for config in configs]
-        self._tasks = [asyncio.create_task(self._serve(server)) for server in self._running]
-        for server, config in zip(servers, configs, strict=True):
-            local.host(server.config.host, server.config.port, cast("local.ASGIApp", config.app))
-            self._hosted.append((server.config.host, server.config.port))
-        watcher = asyncio.gather(*self._tasks)
-        watcher.add_done_callback(self._ended_with)
+        self._group = _Group(servers)
+        self._group.start().add_done_callback(self._ended_with)
 
     def _ended_with(self, watcher: asyncio.Future[list[None]]) -> None:
-        failed = watcher.cancelled() or watcher.exception() is not None  # killed, or a server crashed
-        self._end(1 if failed else 0)
-
-    async def _serve(self, server: uvicorn.Server) -> None:
-        try:
-            await server.serve()
-        except SystemExit as exc:  # uvicorn exits when it cannot bind or its lifespan fails
-            self._fail(f"a colocated server stopped at start-up (uvicorn exit {exc.code})")
-        if not server.started and self.returncode is None:
-            self._fail("a colocated server stopped before it started")
-        self.terminate()  # one ended: the group ends (as one process would)
+        assert self._group is not None
+        crashed = watcher.cancelled() or watcher.exception() is not None  # killed, or a server crashed
+        failure = self._group.failure
+        self._end(1 if crashed or failure else 0, failure)
 
     async def wait(self) -> int:
         await self._ended.wait()
@@ -184,11 +203,11 @@ class HostedHere:
         return self.returncode
 
     def terminate(self) -> None:
-        for server in self._running:
-            server.should_exit = True
+        if self._group is not None:
+            self._group.terminate()
 
     def kill(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        if not self._tasks:
+        if self._group is None:
             self._end(1)
+        else:
+            self._group.kill()
