@@ -83,7 +83,7 @@ def test_one_process_serves_the_stack_and_calls_itself_without_a_socket(
 def test_a_colocate_value_that_is_not_a_boolean_is_an_error(tmp_path: Path, stub: Stub) -> None:
     gym = GymProcess(["env", "start", *_stack(tmp_path, stub[0]), "++colocate=maybe"], cwd=tmp_path)
     assert gym.finish(timeout=60) != 0
-    assert "colocate: must be true or false, got 'maybe'" in gym.text
+    assert "colocate: must be true or false, got 'maybe' (from the override ++colocate=" in gym.text
     assert "ready" not in gym.text
 
 

@@ -19,5 +19,8 @@ def colocated(cfg: SupportsGet) -> bool:
     if value in (None, ""):
         return False
     if not isinstance(value, bool):
-        raise ConfigError(f"colocate: must be true or false, got {value!r}")
+        origin = getattr(cfg, "origin", None)  # a loaded GymConfig knows the override or file:line
+        where = origin(["colocate"]) if callable(origin) else None
+        suffix = f" ({where})" if where else ""
+        raise ConfigError(f"colocate: must be true or false, got {value!r}{suffix}")
     return value
