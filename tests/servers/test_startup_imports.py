@@ -119,3 +119,13 @@ def test_commands_that_launch_servers_prestart_the_fork_server() -> None:
     assert not _starts_servers(["env", "start", "--help"])
     assert not _starts_servers(["env", "status"])
     assert not _starts_servers(["env"])
+
+
+def test_the_run_command_loads_numpy_only_for_an_adaptive_run() -> None:
+    """numpy is ≈ 80 ms of a start-up that every collection pays; only the adaptive rounds need it."""
+    found = loaded(
+        "from rewardgym.cli.main import _load_commands\n_load_commands(['eval', 'run'])", ["numpy"]
+    )
+    assert found == {"numpy": False}
+    adaptive = loaded("import rewardgym.collect.adaptive", ["numpy"])
+    assert adaptive == {"numpy": True}  # the probe itself sees numpy once the rounds are imported

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from rewardgym.errors import UsageError
-from rewardgym.stats.adaptive import AdaptivePolicy
+from rewardgym.stats.adaptive_policy import AdaptivePolicy
 
 FLAGS = [
     "--adaptive", "--adaptive-initial", "--adaptive-max", "--adaptive-budget", "--adaptive-step",

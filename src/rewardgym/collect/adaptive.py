@@ -11,8 +11,9 @@ Contract:
   materialized file and flushed (and ``fsync``-ed once per round) *before* any of them is dispatched, so the
   materialized file stays the source of truth for ``--resume``, ``gym eval profile`` and reverify.
 - Crash safety: a crash mid-append leaves at most one torn last line, cut off on resume
-  (:func:`repair_materialized_tail`); rows appended but not run are pending rows to ``--resume``; the next
-  round is decided from the files alone, so a resumed run continues the rounds as if never interrupted.
+  (:func:`~rewardgym.collect.appended_rows.repair_materialized_tail`); rows appended but not run are
+  pending rows to ``--resume``; the next round is decided from the files alone, so a resumed run continues
+  the rounds as if never interrupted.
   The run fingerprint hashes only the first round's bytes (``materialized_inputs_bytes``).
 """
 
@@ -25,11 +26,12 @@ from typing import IO, Any
 
 import numpy as np
 
+from rewardgym.collect.appended_rows import rows_from
 from rewardgym.collect.dispatch import Pending
 from rewardgym.collect.materialize import repeat_row
 from rewardgym.collect.resume import key_of
 from rewardgym.errors import DataError
-from rewardgym.io.jsonl import JsonlAppender, TornLine, iter_jsonl, parse_line, repair_torn_tail
+from rewardgym.io.jsonl import JsonlAppender, iter_jsonl, parse_line
 from rewardgym.protocol import keys
 from rewardgym.stats.adaptive import (
     AdaptivePolicy,
@@ -102,11 +104,6 @@ def count_new_rollouts(counts: TaskCounts, rollouts: Path, pass_threshold: float
             counts.passes[task] = counts.passes.get(task, 0) + int(reward >= pass_threshold)
 
 
-def repair_materialized_tail(materialized: Path) -> TornLine | None:
-    """Cut a row an adaptive round was appending when the run was killed (it was never dispatched)."""
-    return repair_torn_tail(materialized)
-
-
 def _rows_until(path: Path, end: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of the first ``end`` bytes of ``path`` (the file may grow meanwhile)."""
     with open(path, "rb") as handle:
@@ -142,14 +139,6 @@ def extend_materialized(
     if add:
         raise DataError(f"{materialized}: no row of task(s) {sorted(add)[:5]} to repeat")
     return start
-
-
-def rows_from(materialized: Path, offset: int) -> Iterator[Pending]:
-    """The rows appended at ``offset`` and after, as fresh rollouts to run."""
-    with open(materialized, "rb") as handle:
-        handle.seek(offset)
-        for number, raw in enumerate(handle, start=1):
-            yield Pending(parse_line(raw, materialized, number), 0)
 
 
 @dataclass

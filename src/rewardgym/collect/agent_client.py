@@ -128,8 +128,8 @@ class AgentClient:
             finally:
                 group.release(replica)
             group.mark_up(replica)
-        text = body.decode("utf-8", errors="replace")
         if status >= 300:
+            text = body.decode("utf-8", errors="replace")
             failure_class = classify_status(status, text)
             if failure_class is FailureClass.UPSTREAM_AUTH:  # the upstream's own words, not our wrapping
                 reason = error_message(body) or f"HTTP {status}: {_short(text)}"
@@ -137,7 +137,7 @@ class AgentClient:
             # The innermost message once (our servers answer {"error": {"message": …}}), not escaped JSON.
             reason = error_message(body) or text
             raise AttemptFailure(failure_class, f"HTTP {status}: {_short(reason)}", status, retry_after)
-        return _validate_result(body, text)
+        return _validate_result(body)
 
     def _attempt_headers(self) -> dict[str, str]:
         """The headers of one attempt: with the time past which this attempt no longer waits, so that no
@@ -186,10 +186,11 @@ class AgentClient:
             raise AttemptFailure(FailureClass.CONNECTION, f"response cut short: {exc}") from None
 
 
-def _validate_result(body: bytes, text: str) -> dict[str, Any]:
+def _validate_result(body: bytes) -> dict[str, Any]:
     try:
         result = orjson.loads(body)
     except orjson.JSONDecodeError:
+        text = body.decode("utf-8", errors="replace")
         raise AttemptFailure(
             FailureClass.INVALID_RESPONSE, f"agent answered non-JSON: {_short(text)}"
         ) from None

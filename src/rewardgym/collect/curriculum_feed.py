@@ -28,7 +28,7 @@ from typing import IO, Any
 
 import orjson
 
-from rewardgym.collect.adaptive import rows_from
+from rewardgym.collect.appended_rows import rows_from
 from rewardgym.collect.dispatch import Pending
 from rewardgym.collect.materialize import MaterializeOptions, iter_materialized, repeat_row
 from rewardgym.collect.resume import key_of

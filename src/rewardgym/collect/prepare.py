@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import orjson
 
-from rewardgym.collect.adaptive import repair_materialized_tail
+from rewardgym.collect.appended_rows import repair_materialized_tail
 from rewardgym.collect.fingerprint import (
     build_fingerprint,
     describe_changes,
@@ -29,7 +29,7 @@ from rewardgym.errors import DataError, UsageError
 from rewardgym.io.jsonl import iter_jsonl
 from rewardgym.io.outputs import atomic_writer, guard_outputs
 from rewardgym.protocol import keys
-from rewardgym.stats.adaptive import AdaptivePolicy
+from rewardgym.stats.adaptive_policy import AdaptivePolicy
 
 
 def _check_output_location(output: Path) -> None:

@@ -30,9 +30,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from rewardgym.collect.adaptive import RoundsResult, run_rounds
 from rewardgym.collect.agent_client import AgentClient
 from rewardgym.collect.aggregate import (
     StreamedGroups,
@@ -53,7 +52,10 @@ from rewardgym.collect.settings import CollectSettings
 from rewardgym.collect.watch import AgentDirectory, HeadWatch, StackGuard
 from rewardgym.observe.capture import CaptureStore
 from rewardgym.observe.projection import clear_capture
-from rewardgym.stats.adaptive import AdaptivePolicy
+from rewardgym.stats.adaptive_policy import AdaptivePolicy
+
+if TYPE_CHECKING:
+    from rewardgym.collect.adaptive import RoundsResult
 
 __all__ = ["CollectSummary", "failure_row", "format_summary", "run_collection"]
 
@@ -199,6 +201,8 @@ class _Run:
             with progress:
                 stats = await self.dispatcher.run(pending)
                 if adaptive is not None:
+                    from rewardgym.collect.adaptive import run_rounds  # numpy: only for an adaptive run
+
                     rounds = await run_rounds(
                         adaptive,
                         outputs.materialized,

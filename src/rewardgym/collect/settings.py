@@ -10,7 +10,7 @@ from typing import Any
 from rewardgym.collect.curriculum_feed import CurriculumFeed
 from rewardgym.collect.failures import RetryPolicy
 from rewardgym.collect.materialize import MaterializeOptions
-from rewardgym.stats.adaptive import AdaptivePolicy
+from rewardgym.stats.adaptive_policy import AdaptivePolicy
 
 
 @dataclass

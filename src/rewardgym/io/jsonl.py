@@ -110,12 +110,12 @@ def non_finite_problem(body: bytes) -> str | None:
 def parse_line(raw: bytes, path: str | os.PathLike[str], line_number: int) -> dict[str, Any]:
     """Parse one JSONL line into a dict, or raise a :class:`DataError` naming ``path:line_number``."""
     body = raw.rstrip(b"\r\n")
-    where = f"{os.fspath(path)}:{line_number}"
-    if not body.strip():
-        raise DataError(f"{where}: blank line (every line must hold one JSON object)")
+    if not body or body.isspace():
+        raise DataError(f"{_where(path, line_number)}: blank line (every line must hold one JSON object)")
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
+        where = _where(path, line_number)
         try:
             body.decode("utf-8")
         except UnicodeDecodeError:
@@ -126,11 +126,16 @@ def parse_line(raw: bytes, path: str | os.PathLike[str], line_number: int) -> di
         raise DataError(f"{where}: malformed JSON ({exc.msg}): {snippet(body)!r}") from None
     if not isinstance(value, dict):
         kind = type(value).__name__ if value is not None else "null"
-        raise DataError(f"{where}: expected a JSON object, got {kind}: {snippet(body)!r}")
+        raise DataError(f"{_where(path, line_number)}: expected a JSON object, got {kind}: {snippet(body)!r}")
     too_deep = nesting_problem(body, value)
     if too_deep is not None:
-        raise DataError(f"{where}: {too_deep}")
+        raise DataError(f"{_where(path, line_number)}: {too_deep}")
     return value
+
+
+def _where(path: str | os.PathLike[str], line_number: int) -> str:
+    """``path:line`` of an error message (built only for a line that fails: a reader parses 10^6 of them)."""
+    return f"{os.fspath(path)}:{line_number}"
 
 
 def _open_for_read(path: str | os.PathLike[str], what: str) -> IO[bytes]:

@@ -24,7 +24,8 @@ import hmac
 import json
 import os
 import time
-from base64 import b64decode, b64encode, urlsafe_b64encode
+from base64 import b64decode, urlsafe_b64encode
+from binascii import b2a_base64
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,8 @@ import itsdangerous
 from itsdangerous.encoding import base64_encode, int_to_bytes
 from starlette.middleware.sessions import Session
 from starlette.requests import cookie_parser
+
+_DEFAULT_DIGEST = itsdangerous.TimestampSigner.default_digest_method
 
 SESSION_ID_KEY = "session_id"
 _ID_KEY = SESSION_ID_KEY.encode("ascii")
@@ -84,7 +87,11 @@ class SessionCookies:
         self._signer = itsdangerous.TimestampSigner(secret)
         # ``TimestampSigner.sign``'s MAC: HMAC with the signer's derived key and digest.
         self._key = self._signer.derive_key()
-        self._digest = self._signer.digest_method
+        # itsdangerous's default digest is SHA-1 behind a Python wrapper (``_lazy_sha1``), which hmac.digest
+        # cannot hand to OpenSSL: named, the MAC is one C call (1.4 µs instead of 6 through the generic path).
+        self._digest: Any = (
+            "sha1" if self._signer.digest_method is _DEFAULT_DIGEST else self._signer.digest_method
+        )
         self._flags = f"; path=/; Max-Age={max_age}; httponly; samesite=lax"
         self._stamp_at = -1
         self._stamp = b""
@@ -126,10 +133,12 @@ class SessionCookies:
             value = cookie_parser(cookie_header.decode("latin-1")).get(self.name)
             if value:
                 data = self.load(value)
-        session = Session(data) if data else Session()
+        if not data:  # first contact (the usual case): the new session holds only its id
+            return Session({SESSION_ID_KEY: new_session_id()}), data is not None
+        session = Session(data)
         if not session.get(SESSION_ID_KEY):
             session[SESSION_ID_KEY] = new_session_id()
-        return session, data is not None
+        return session, True
 
     # ----------------------------------------------------------------- outgoing
     def headers(self, session: dict[str, Any], had_cookie: bool) -> list[Header]:
@@ -139,7 +148,7 @@ class SessionCookies:
             if isinstance(sid, str):
                 return [_VARY, self._id_cookie(sid)]
         if session:
-            return [_VARY, self._sign(session)[0]]
+            return [_VARY, self._sign(session)]
         return [_VARY, self._clear] if had_cookie else [_VARY]
 
     def _id_cookie(self, sid: str) -> Header:
@@ -147,8 +156,12 @@ class SessionCookies:
         cached = self._signed_ids.get(sid)
         if cached is not None and now - cached[1] < self.refresh_s:
             return cached[0]
-        header, signed_at = self._sign({SESSION_ID_KEY: sid})
-        self._bounded_put(self._signed_ids, sid, (header, signed_at))
+        if sid.isascii() and sid.isalnum():  # always so for the ids of new_session_id: the lean path
+            text = b'{"' + _ID_KEY + b'": "' + sid.encode("ascii") + b'"}'  # json.dumps of it, byte for byte
+            header = self._header(text, {SESSION_ID_KEY: sid}, now)
+        else:
+            header = self._sign({SESSION_ID_KEY: sid}, now)
+        self._bounded_put(self._signed_ids, sid, (header, now))
         return header
 
     def sign(self, payload: bytes, timestamp: int) -> bytes:
@@ -156,19 +169,18 @@ class SessionCookies:
         if timestamp != self._stamp_at:  # the encoded timestamp changes once a second
             self._stamp_at, self._stamp = timestamp, b"." + base64_encode(int_to_bytes(timestamp))
         value = payload + self._stamp
-        mac = hmac.digest(self._key, value, self._digest)  # one-shot (OpenSSL): no HMAC object per cookie
+        mac = hmac.digest(self._key, value, self._digest)  # one-shot: no HMAC object per cookie
         return value + b"." + urlsafe_b64encode(mac).rstrip(b"=")
 
-    def _sign(self, session: dict[str, Any]) -> tuple[Header, int]:
-        signed_at = int(self._clock())
-        sid = session.get(SESSION_ID_KEY)
-        if len(session) == 1 and isinstance(sid, str) and sid.isascii() and sid.isalnum():
-            text = b'{"' + _ID_KEY + b'": "' + sid.encode("ascii") + b'"}'  # json.dumps of it, byte for byte
-        else:
-            text = json.dumps(session).encode("utf-8")
-        value = self.sign(b64encode(text), signed_at).decode("ascii")
-        self._remember(value, dict(session), signed_at)
-        return (b"set-cookie", f"{self.name}={value}{self._flags}".encode("latin-1")), signed_at
+    def _sign(self, session: dict[str, Any], now: int | None = None) -> Header:
+        signed_at = int(self._clock()) if now is None else now
+        return self._header(json.dumps(session).encode("utf-8"), dict(session), signed_at)
+
+    def _header(self, text: bytes, data: dict[str, Any], signed_at: int) -> Header:
+        """The ``Set-Cookie`` header of the session whose JSON is ``text`` (``data``); remembered verified."""
+        value = self.sign(b2a_base64(text, newline=False), signed_at).decode("ascii")
+        self._remember(value, data, signed_at)
+        return (b"set-cookie", f"{self.name}={value}{self._flags}".encode("latin-1"))
 
     def _remember(self, value: str, data: dict[str, Any], signed_at: int) -> None:
         self._bounded_put(self._verified, value, (data, signed_at))
