@@ -7,6 +7,7 @@ run's files untouched: the new materialized file is built aside and only swapped
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -178,6 +179,10 @@ def prepare_run(
     with atomic_writer(outputs.materialized) as handle:
         needed, total = _materialize(settings, handle, out)
         _check_agents(needed, agent_urls)
+        # Every byte on disk before the earlier run's outputs go: a full disk fails here, with them kept
+        # (the last buffered block of the file would otherwise be written only after they were deleted).
+        handle.flush()
+        os.fsync(handle.fileno())
         _clear_stale(outputs, out)
     write_fingerprint(
         outputs.fingerprint,

@@ -260,8 +260,7 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     check_writable_target(target)
     fd, temp = create_temp_file(target)
     try:
-        # A 1 MiB buffer: a file of 10^5 rows goes out in tens of writes, not thousands.
-        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+        with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
