@@ -20,7 +20,7 @@ Contract:
 
 from __future__ import annotations
 
-import hmac
+import hashlib
 import json
 import os
 import time
@@ -59,6 +59,20 @@ def new_session_id() -> str:
     return _random_ids.pop()
 
 
+_SHA1_BLOCK = 64
+_IPAD = bytes(byte ^ 0x36 for byte in range(256))
+_OPAD = bytes(byte ^ 0x5C for byte in range(256))
+
+
+def _sha1_hmac_states(key: bytes) -> tuple[Any, Any]:
+    """The SHA-1 states after ``key ^ ipad`` and ``key ^ opad``: HMAC-SHA1(key, m) is then
+    ``outer.copy().update(inner.copy().update(m).digest()).digest()``."""
+    if len(key) > _SHA1_BLOCK:
+        key = hashlib.sha1(key).digest()
+    padded = key.ljust(_SHA1_BLOCK, b"\0")
+    return hashlib.sha1(padded.translate(_IPAD)), hashlib.sha1(padded.translate(_OPAD))
+
+
 MAX_AGE_S = 14 * 24 * 60 * 60
 """Starlette's default cookie lifetime (seconds)."""
 
@@ -85,13 +99,12 @@ class SessionCookies:
         self.refresh_s = refresh_s
         self.cache_size = cache_size
         self._signer = itsdangerous.TimestampSigner(secret)
-        # ``TimestampSigner.sign``'s MAC: HMAC with the signer's derived key and digest.
-        self._key = self._signer.derive_key()
-        # itsdangerous's default digest is SHA-1 behind a Python wrapper (``_lazy_sha1``), which hmac.digest
-        # cannot hand to OpenSSL: named, the MAC is one C call (1.4 µs instead of 6 through the generic path).
-        self._digest: Any = (
-            "sha1" if self._signer.digest_method is _DEFAULT_DIGEST else self._signer.digest_method
-        )
+        # ``TimestampSigner.sign``'s MAC: HMAC-SHA1 (itsdangerous's default digest) with the signer's derived
+        # key, from the key's two padded SHA-1 states copied per cookie (RFC 2104, as ``hmac.HMAC`` does
+        # inside): 0.6 µs a cookie, against 1.5 for ``hmac.digest`` (an OpenSSL HMAC context set up per call)
+        # and 6 for its generic path — every rollout signs three.
+        assert self._signer.digest_method is _DEFAULT_DIGEST
+        self._inner, self._outer = _sha1_hmac_states(self._signer.derive_key())
         self._flags = f"; path=/; Max-Age={max_age}; httponly; samesite=lax"
         self._stamp_at = -1
         self._stamp = b""
@@ -169,7 +182,11 @@ class SessionCookies:
         if timestamp != self._stamp_at:  # the encoded timestamp changes once a second
             self._stamp_at, self._stamp = timestamp, b"." + base64_encode(int_to_bytes(timestamp))
         value = payload + self._stamp
-        mac = hmac.digest(self._key, value, self._digest)  # one-shot: no HMAC object per cookie
+        inner = self._inner.copy()
+        inner.update(value)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        mac = outer.digest()
         return value + b"." + urlsafe_b64encode(mac).rstrip(b"=")
 
     def _sign(self, session: dict[str, Any], now: int | None = None) -> Header:
