@@ -10,6 +10,8 @@ model server; the stub is reported separately and not counted as ours), and the 
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 5000 --concurrency 64 --observability
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256 --colocate
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256 --colocate --serve
+    .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --colocate --serve \
+        --baseline /tmp/base --rounds 7     # A/B against a checkout of another commit, runs alternated
 
 ``--colocate`` starts the stack with ``++colocate=true`` (agent, environment and model server in one process,
 calling each other without a socket; :mod:`rewardgym.launch.colocate`). ``--serve`` runs one serving
@@ -47,6 +49,15 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "src/rewardgym/environments/mcqa/data/example.jsonl"
+
+
+SOURCES = {"src": ROOT / "src"}
+"""The ``src`` folder whose ``rewardgym`` the servers and the collector run (``--src``; this checkout's by
+default). The stub upstream always comes from this checkout's ``tests``."""
+
+
+def python_path() -> str:
+    return f"{SOURCES['src']}{os.pathsep}{ROOT}"
 
 
 def free_port() -> int:
@@ -110,7 +121,7 @@ def start_stub(work: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes]
 def start_stack(work: Path, capture: list[str] | None = None) -> Stack:
     """Start the stub and the servers (config and logs under ``work``; ``capture``: the overrides of
     :func:`capture_overrides`); returns once they are ready."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": python_path()}
     stub, stub_port = start_stub(work, env)
     head_port = free_port()
     servers = subprocess.Popen(
@@ -146,7 +157,21 @@ def main() -> None:
         "--py-spy", type=Path, default=None, metavar="DIR",
         help="also sample every process with py-spy (collapsed stacks in DIR/<name>.txt)",
     )  # fmt: skip
+    parser.add_argument(
+        "--src", type=Path, default=None, metavar="DIR",
+        help="run the rewardgym of DIR/src (another checkout, e.g. a `git worktree` of an older commit)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--baseline", type=Path, default=None, metavar="DIR",
+        help="A/B: alternate runs of this checkout and of DIR (a checkout) and print both medians",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="with --baseline: runs of each (default 3)")
     args = parser.parse_args()
+    if args.baseline is not None:
+        compare(args.baseline, args.rounds)
+        return
+    if args.src is not None:
+        SOURCES["src"] = args.src.resolve() / "src"
 
     work = Path(tempfile.mkdtemp(prefix="rg-bench-"))
     rows = [orjson.loads(line) for line in EXAMPLE.read_bytes().splitlines()]
@@ -163,7 +188,7 @@ def main() -> None:
     names: dict[str, psutil.Process] = {}
     servers: subprocess.Popen[str] | None = None
     if args.serve:  # the collector starts the servers: they are its descendants, counted with it
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": python_path()}
         stub, _ = start_stub(work, env)
         where = ["--config", str(work / "stack.yaml"), "--resources-server", "mcqa", "--log-dir",
                  str(work / "logs")]  # fmt: skip
@@ -266,6 +291,38 @@ def main() -> None:
         each = size / max(1, len(files))
         print(f"capture: {len(files)} files, {each:.0f} B each; rollouts {rows / done:.0f} B/row")
     print(f"load average: {os.getloadavg()}")
+
+
+def compare(baseline: Path, rounds: int) -> None:
+    """Alternate one run of the baseline checkout and one of this one, ``rounds`` times, with the other
+    arguments as given; print each run's ratio (ours ÷ the stub's CPU per request) and both medians."""
+    import re
+    import statistics
+
+    passed = [a for i, a in enumerate(sys.argv[1:]) if not _is_ab_argument(sys.argv[1:], i)]
+    ratios: dict[str, list[float]] = {"baseline": [], "this": []}
+    for _ in range(rounds):
+        for name, src in (("baseline", baseline.resolve()), ("this", ROOT)):
+            out = subprocess.run(
+                [sys.executable, __file__, *passed, "--src", str(src)],
+                capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            found = re.search(r"ours total: ([\d.]+) ms CPU/rollout \(stub upstream: ([\d.]+)\)", out)
+            if found is None:
+                raise SystemExit(f"no result in the {name} run:\n{out}")
+            ours, stub = float(found.group(1)), float(found.group(2))
+            ratios[name].append(ours / stub)
+            print(f"{name:8s} ours {ours:.3f} ms, stub {stub:.3f} ms: {ours / stub:.2f} x", flush=True)
+    for name, values in ratios.items():
+        print(f"{name}: median {statistics.median(values):.2f} x over {len(values)} runs")
+
+
+def _is_ab_argument(argv: list[str], index: int) -> bool:
+    """Whether ``argv[index]`` is --baseline / --rounds or the value of one (kept from the single runs)."""
+    word = argv[index]
+    if word.startswith(("--baseline", "--rounds")):
+        return True
+    return index > 0 and argv[index - 1] in ("--baseline", "--rounds")
 
 
 if __name__ == "__main__":
