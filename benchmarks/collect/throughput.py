@@ -30,8 +30,10 @@ and take the median ratio. ``hop_floor.py`` measures the CPU floor of one hop (d
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -166,6 +168,7 @@ def main() -> None:
         help="A/B: alternate runs of this checkout and of DIR (a checkout) and print both medians",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3, help="with --baseline: runs of each (default 3)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (inputs, outputs, logs)")
     args = parser.parse_args()
     if args.baseline is not None:
         compare(args.baseline, args.rounds)
@@ -174,6 +177,10 @@ def main() -> None:
         SOURCES["src"] = args.src.resolve() / "src"
 
     work = Path(tempfile.mkdtemp(prefix="rg-bench-"))
+    if args.keep:
+        print(f"work folder (kept): {work}")
+    else:  # a run's inputs, materialized rows and rollouts are ≈ 5 kB per rollout: 100 MB at 20,000
+        atexit.register(shutil.rmtree, work, True)
     rows = [orjson.loads(line) for line in EXAMPLE.read_bytes().splitlines()]
     # Distinct tasks (each line unique) so the materialized file really has N rows of N/1 tasks.
     with open(work / "in.jsonl", "wb") as handle:
