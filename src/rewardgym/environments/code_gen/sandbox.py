@@ -23,7 +23,10 @@ Contract of :class:`CodeSandbox` (one per server; :func:`shared_sandbox` gives o
   most one report line of one run at a time, whatever the solution writes.
 - On leaving the block, whatever happened (done, wrong answer, timeout, overflow, cancellation), every
   process of the run is killed: the process group, all descendants (even ones that left the group) and,
-  when a dedicated uid was used, every process of that uid (the pid namespace's end kills the rest).
+  when a dedicated uid was used, every process of that uid (the pid namespace's end kills the rest) — and
+  the slot is given back. A cancellation that arrives during that clean-up waits for its end (it is raised
+  once everything is gone), so no slot, uid claim or folder is ever lost to an impatient caller.
+- A self-test that does not end (cancelled) leaves the isolation unverified: the next call probes again.
 
 A running child's reader is :class:`~.sandbox_run.SandboxRun` (:mod:`.sandbox_run`, re-exported here).
 """
@@ -41,7 +44,7 @@ import signal
 import sys
 import tempfile
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +116,12 @@ class CodeSandbox:
             if self._isolation is None:
                 found = await probe_isolation(self.config.unshare_command, self.python)
                 if found.mode != "none":
-                    self._isolation = found
-                    failure = self._plan_memory() or await self._self_test()
+                    self._isolation = found  # what the self-test's own run is launched with
+                    try:
+                        failure = self._plan_memory() or await self._self_test()
+                    except BaseException:
+                        self._isolation = None  # not verified (e.g. cancelled): the next call tests again
+                        raise
                     if failure:
                         found = Isolation("none", (), False, f"`{found.detail}` works, but {failure}")
                 self._isolation = found
@@ -268,6 +275,22 @@ class CodeSandbox:
             if self.config.debug:
                 log.info("code_gen sandbox %s, stderr tail: %s", run.confinement, run.stderr_tail()[-2000:])
         finally:
+            # Run to its end even if this task is cancelled meanwhile (a verify whose caller went away):
+            # a clean-up cut short at an await would keep the slot for ever, and the server would stall
+            # once every slot was lost.
+            await _to_the_end(self._clean_up(slot, proc, uid, claim, cgroup, run, host_dir))
+
+    async def _clean_up(
+        self,
+        slot: int,
+        proc: asyncio.subprocess.Process | None,
+        uid: int | None,
+        claim: int | None,
+        cgroup: str | None,
+        run: SandboxRun | None,
+        host_dir: str | None,
+    ) -> None:
+        try:
             if proc is not None:
                 await _kill_all(proc, uid)
             remove_run_cgroup(cgroup)
@@ -277,7 +300,26 @@ class CodeSandbox:
                 shutil.rmtree(host_dir, ignore_errors=True)
             if claim is not None:
                 release_uid(claim)  # after the uid-wide kill: nothing of this run is left under it
+        finally:
             self._slots.put_nowait(slot)
+
+
+async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:
+    """Await ``work`` in its own task until it has ended; a cancellation of the caller meanwhile is raised
+    once it has (``asyncio.shield`` alone would let the caller go on while the work still runs)."""
+    task = asyncio.ensure_future(work)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            if task.done():  # the work itself was cancelled (the loop is closing): nothing to wait for
+                raise
+            cancelled = exc
+            continue
+        break
+    if cancelled is not None:
+        raise cancelled
 
 
 async def _kill_all(proc: asyncio.subprocess.Process, uid: int | None) -> None:

@@ -1,11 +1,15 @@
-"""Request builders of the code_gen tests."""
+"""Request builders and process probes of the code_gen tests."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from typing import Any
 
-from rewardgym.environments.code_gen.verifier import CodeGenVerifyRequest
+import psutil
+
+from rewardgym.environments.code_gen.verifier import CodeGenConfig, CodeGenVerifyRequest
 
 
 def make_request(
@@ -48,3 +52,26 @@ def worker_uid_base(base: int) -> int:
     another worker's sandboxes (the host-wide uid claims keep real servers apart anyway)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
     return base + 300 * (int(worker) if worker.isdigit() else 0)
+
+
+def uid_processes(config: CodeGenConfig) -> list[psutil.Process]:
+    """The live processes of the sandbox uids ``config`` may use (none without a uid base)."""
+    if config.sandbox_uid_base is None:
+        return []
+    uids = range(config.sandbox_uid_base, config.sandbox_uid_base + config.max_concurrent_executions)
+    found = []
+    for proc in psutil.process_iter(["uids"]):
+        uids_info = proc.info["uids"]
+        if uids_info is not None and uids_info.real in uids:
+            found.append(proc)
+    return found
+
+
+async def no_sandbox_processes_left(config: CodeGenConfig, within: float = 5.0) -> bool:
+    """Whether every sandbox process is gone within ``within`` seconds (polled: they are other processes)."""
+    deadline = time.monotonic() + within
+    while uid_processes(config):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
