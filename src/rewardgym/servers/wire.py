@@ -26,20 +26,41 @@ M = TypeVar("M", bound=BaseModel)
 JSON_MEDIA = "application/json"
 
 
+class JsonResponse(Response):
+    """A complete JSON body: the headers Starlette's ``Response`` would give it (``content-length``, then
+    ``content-type: application/json``; no length for 1xx, 204 and 304), set in one step — every hop of
+    every rollout answers one, and the generic constructor's header handling was ≈ 1 µs of each."""
+
+    media_type = JSON_MEDIA
+
+    def __init__(self, body: bytes, status_code: int = 200) -> None:
+        self.status_code = status_code
+        self.background = None
+        self.body = body
+        if status_code < 200 or status_code in (204, 304):
+            self.raw_headers = [_JSON_TYPE]
+        else:
+            self.raw_headers = [(b"content-length", b"%d" % len(body)), _JSON_TYPE]
+
+
+_JSON_TYPE = (b"content-type", JSON_MEDIA.encode("latin-1"))
+
+
 def json_response(content: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     """A JSON response serialised with orjson."""
-    return Response(orjson.dumps(content), status_code=status, headers=headers, media_type=JSON_MEDIA)
+    if headers:
+        return Response(orjson.dumps(content), status_code=status, headers=headers, media_type=JSON_MEDIA)
+    return JsonResponse(orjson.dumps(content), status)
 
 
 def raw_json_response(body: bytes, status: int = 200) -> Response:
     """A response whose body is already JSON bytes (forwarded verbatim)."""
-    return Response(body, status_code=status, media_type=JSON_MEDIA)
+    return JsonResponse(body, status)
 
 
 def model_response(model: BaseModel, *, exclude_unset: bool = False, status: int = 200) -> Response:
     """A pydantic model serialised by pydantic-core (fields the class declares, extras if it allows)."""
-    body = model.__pydantic_serializer__.to_json(model, exclude_unset=exclude_unset)
-    return Response(body, status_code=status, media_type=JSON_MEDIA)
+    return JsonResponse(model.__pydantic_serializer__.to_json(model, exclude_unset=exclude_unset), status)
 
 
 def request_validation_error(errors: list[dict[str, Any]]) -> RequestValidationError:
