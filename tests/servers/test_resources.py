@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from rewardgym.protocol import VerifyRequest, VerifyResponse
+from rewardgym.protocol import SeedSessionRequest, VerifyRequest, VerifyResponse
 from rewardgym.servers.errors import JudgeError
 from rewardgym.servers.resources import ResourcesServer, ResourcesServerConfig
 from rewardgym.servers.sessions import SessionStore
@@ -144,6 +144,41 @@ def test_verify_rejects_malformed_rows(serve: Any) -> None:
     assert ["body", "responses_create_params", "bogus"] in [d["loc"] for d in reply.json()["detail"]]
     reply = call(srv.url, "POST", "/seed_session", json={"nothing": 1})
     assert reply.status == 422
+
+
+def test_seed_session_checks_what_the_server_reads(serve: Any) -> None:
+    """The default no-op seed reads nothing: the row's shape is checked (the same 422s as a full validation
+    would give) and its ``responses_create_params`` content is left to ``/run``, the model and ``/verify``;
+    a server with its own seed request class gets the whole row validated."""
+    plain = serve(ExactMatchServer({"name": "exact"}))
+    assert ExactMatchServer._seed_reads_nothing()
+    for body, kind in (({"nothing": 1}, "missing"), ({"responses_create_params": [1]}, "model_type")):
+        reply = call(plain.url, "POST", "/seed_session", json=body)
+        assert reply.status == 422
+        assert [(d["type"], d["loc"]) for d in reply.json()["detail"]] == [
+            (kind, ["body", "responses_create_params"])
+        ]
+    for not_an_object in ([1], "row"):
+        assert call(plain.url, "POST", "/seed_session", json=not_an_object).status == 422
+    reply = call(plain.url, "POST", "/seed_session", json={"responses_create_params": {**PARAMS, "bogus": 1}})
+    assert (reply.status, reply.json()) == (200, {})
+    assert reply.cookies  # the session is opened as before
+    seeded = serve(_ReadsTheRow({"name": "seeded"}))
+    assert not _ReadsTheRow._seed_reads_nothing()
+    reply = call(
+        seeded.url, "POST", "/seed_session", json={"responses_create_params": {**PARAMS, "bogus": 1}}
+    )
+    assert reply.status == 422
+    assert ["body", "responses_create_params", "bogus"] in [d["loc"] for d in reply.json()["detail"]]
+    assert call(seeded.url, "POST", "/seed_session", json={"responses_create_params": PARAMS}).json() == {
+        "input_items": 1
+    }
+
+
+class _ReadsTheRow(ResourcesServer[ResourcesServerConfig]):
+    async def seed_session(self, body: SeedSessionRequest) -> dict[str, int]:
+        params = body.responses_create_params
+        return {"input_items": len(params.input) if isinstance(params.input, list) else 0}
 
 
 def test_reverify_mode(serve: Any) -> None:

@@ -69,11 +69,36 @@ def hosted(target: Target) -> ASGIApp | None:
     return _apps.get((target.host, target.port))
 
 
+# Header names as the wire would carry them, each converted once: a hop sends and answers the same few
+# names (content-type, cookie, set-cookie, …) every time. Bounded: a peer cannot grow them without limit.
+_request_names: dict[str, bytes] = {}
+_reply_names: dict[bytes, str] = {}
+_NAMES_KEPT = 256
+
+
+def _request_name(name: str) -> bytes:
+    found = _request_names.get(name)
+    if found is None:
+        found = name.lower().encode("latin-1")
+        if len(_request_names) < _NAMES_KEPT:
+            _request_names[name] = found
+    return found
+
+
+def _reply_name(name: bytes) -> str:
+    found = _reply_names.get(name)
+    if found is None:
+        found = name.decode("latin-1").lower()
+        if len(_reply_names) < _NAMES_KEPT:
+            _reply_names[name] = found
+    return found
+
+
 def _scope(method: str, target: Target, body: bytes | None, headers: dict[str, str]) -> dict[str, Any]:
     raw = target.target
     path, _, query = raw.partition(b"?")
     pairs = [(b"host", target.host_header)]
-    pairs += [(name.lower().encode("latin-1"), value.encode("utf-8")) for name, value in headers.items()]
+    pairs += [(_request_name(name), value.encode("utf-8")) for name, value in headers.items()]
     if body is not None:
         pairs.append((b"content-length", str(len(body)).encode("ascii")))
     return {
@@ -129,7 +154,7 @@ async def exchange(
             reply.status = int(message["status"])
             found = reply.headers
             for name, value in message.get("headers", ()):
-                key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+                key, text = _reply_name(name), value.decode("latin-1")
                 if key == "set-cookie":
                     reply.set_cookies.append(text)
                 earlier = dict.get(found, key)  # names are lower-cased already: the plain dict lookup

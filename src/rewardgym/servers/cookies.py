@@ -11,6 +11,11 @@ Contract:
   valid cookie came in.
   Verified cookie values are remembered (bounded FIFO, ``cache_size``) with their signing time, so a cookie
   seen before costs a dict lookup and an age check instead of an HMAC, base64 and JSON round trip.
+  ``cache_size`` (4,096) is what the sessions in flight need: an entry outlives the next ``cache_size`` new
+  sessions, so a rollout's session stays remembered for its whole life while at most that many rollouts run
+  at once (a longer-lived one is verified again: ≈ 3 µs, never an error). Each entry is ≈ 1 KiB and every
+  rollout opens a session per server, so a larger bound only kept finished sessions: 16,384 held ≈ 36 MiB
+  more in a one-process stack (peak 135 → 99 MiB over 20,000 rollouts).
 - :meth:`SessionCookies.headers` gives the headers every response carries (NeMo Gym re-sends the cookie on
   every response): ``Vary: Cookie`` and ``Set-Cookie``. A session that holds only its id — the normal case —
   reuses the value signed for that id until it is ``refresh_s`` old (then it is signed afresh, so a re-sent
@@ -90,7 +95,7 @@ class SessionCookies:
         *,
         max_age: int = MAX_AGE_S,
         refresh_s: float = 3600.0,
-        cache_size: int = 16384,
+        cache_size: int = 4096,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.name = name

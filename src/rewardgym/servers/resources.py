@@ -20,7 +20,10 @@ annotation that is a pydantic model of the wrong base is a ``TypeError`` at clas
 
 Endpoints (all ``POST`` except ``GET /reverify_mode``):
 - ``/seed_session``: body validated as ``seed_session_request_class`` (the whole row); ``seed_session(body)``
-  may initialise ``self.current_session().state``; answers ``{}`` unless it returns something.
+  may initialise ``self.current_session().state``; answers ``{}`` unless it returns something. A server that
+  keeps the default no-op and request class reads nothing of the row, so only its shape is checked (a JSON
+  object with a ``responses_create_params`` object, else the same 422); the content of
+  ``responses_create_params`` is validated by the agent's ``/run``, the model server and ``/verify``.
 - ``/verify``: body validated as ``verify_request_class`` (422 naming the field otherwise); the answer holds
   only the fields ``verify_response_class`` declares (NeMo Gym's ``extra="ignore"``), nulls included.
   A :class:`~rewardgym.servers.errors.JudgeError` becomes HTTP 200 with ``reward: 0.0`` and
@@ -64,7 +67,7 @@ from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import JudgeError
 from rewardgym.servers.sessions import Session, SessionStore
 from rewardgym.servers.tools import ToolSpec, collect_tools
-from rewardgym.servers.wire import json_response, model_response, parse_body
+from rewardgym.servers.wire import json_response, load_json_object, model_response, parse_body
 
 _SESSION_ID: ContextVar[str | None] = ContextVar("rewardgym_session_id", default=None)
 
@@ -103,6 +106,23 @@ def to_response(value: Any) -> Response:
     if isinstance(value, BaseModel):
         return model_response(value)
     return json_response({} if value is None else value)
+
+
+def _check_row_shape(raw: bytes) -> None:
+    """422 unless ``raw`` is a JSON object whose ``responses_create_params`` is an object (the errors
+    pydantic gives for the same row; the agent, the model server and ``/verify`` validate its content)."""
+    row = load_json_object(raw)
+    params = row.get(keys.RESPONSES_CREATE_PARAMS, _MISSING)
+    if isinstance(params, dict):
+        return
+    loc = ["body", keys.RESPONSES_CREATE_PARAMS]
+    if params is _MISSING:
+        raise RequestValidationError([{"type": "missing", "loc": loc, "msg": "Field required"}])
+    message = "Input should be a valid dictionary or instance of ResponseCreateParams"
+    raise RequestValidationError([{"type": "model_type", "loc": loc, "msg": message}])
+
+
+_MISSING = object()
 
 
 _INFERRED = (
@@ -180,6 +200,15 @@ class ResourcesServer(BaseServer[RC]):
         """The headline subset of ``agent_metrics`` (default: every ``mean/*`` entry)."""
         return default_key_metrics(agent_metrics)
 
+    @classmethod
+    def _seed_reads_nothing(cls) -> bool:
+        """Whether ``/seed_session`` is the default no-op with the default request class (NeMo Gym's
+        ``BaseSeedSessionRequest`` has no field either): then validating the whole row, one more full pass
+        over its ``responses_create_params`` per rollout, would check what nothing here reads."""
+        return cls.seed_session is ResourcesServer.seed_session and cls.seed_session_request_class is (
+            SeedSessionRequest
+        )
+
     # ----------------------------------------------------------------- helpers for subclasses
     def current_session(self, create: bool = True) -> Session | None:
         """The session of the request being handled (created unless ``create=False``)."""
@@ -207,7 +236,11 @@ class ResourcesServer(BaseServer[RC]):
             app.add_api_route(f"/{spec.name}", self._tool_route(spec), methods=["POST"], name=spec.name)
 
     async def _seed_route(self, request: Request) -> Response:
-        body = parse_body(self.seed_session_request_class, await request.body())
+        raw = await request.body()
+        if self._seed_reads_nothing():
+            _check_row_shape(raw)  # the default no-op reads nothing: the row's shape is all there is to check
+            return json_response({})
+        body = parse_body(self.seed_session_request_class, raw)
         token = _SESSION_ID.set(self.session_id(request))
         try:
             return to_response(await self.seed_session(body))

@@ -56,12 +56,12 @@ class TemplateRegexError(ValueError):
 
 def allowed_letters(options: Options | None) -> set[str]:
     """Upper-cased option keys that are one alphabetic character and carry a non-null text."""
-    letters: set[str] = set()
-    for entry in options or ():
-        for key, value in entry.items():
-            if len(key) == 1 and key.isalpha() and value is not None:
-                letters.add(key.upper())
-    return letters
+    return {
+        key.upper()
+        for entry in options or ()
+        for key, value in entry.items()
+        if len(key) == 1 and value is not None and key.isalpha()
+    }
 
 
 def _option_texts(options: Options | None, allowed: set[str]) -> list[tuple[str, str]]:
