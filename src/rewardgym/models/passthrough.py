@@ -27,9 +27,15 @@ from rewardgym.models.errors import UpstreamReplyError
 from rewardgym.protocol.responses import Response, ResponseCreateParams, dump
 
 
+def _copied(extra: dict[str, Any] | None) -> dict[str, Any]:
+    """A deep copy of a configured ``extra_body`` (a caller may change the body); none made when it is
+    empty, the usual case: ``copy.deepcopy`` of ``{}`` is still ≈ 2 µs on every model call."""
+    return copy.deepcopy(extra) if extra else {}
+
+
 def build_openai_request(params: ResponseCreateParams, config: OpenAIModelConfig) -> dict[str, Any]:
     """The ``/responses`` body for ``openai_model``."""
-    body: dict[str, Any] = {**copy.deepcopy(config.extra_body), **dump(params)}
+    body: dict[str, Any] = {**_copied(config.extra_body), **dump(params)}
     body["model"] = config.openai_model
     if config.drop_input_reasoning_items and isinstance(body.get("input"), list):
         body["input"] = [item for item in body["input"] if item.get("type") != "reasoning"]
@@ -38,7 +44,7 @@ def build_openai_request(params: ResponseCreateParams, config: OpenAIModelConfig
 
 def build_openai_chat_request(body: dict[str, Any], config: OpenAIModelConfig) -> dict[str, Any]:
     """The ``/chat/completions`` body for ``openai_model`` (``extra_body`` under, model replaced)."""
-    return {**copy.deepcopy(config.extra_body), **body, "model": config.openai_model}
+    return {**_copied(config.extra_body), **body, "model": config.openai_model}
 
 
 def build_native_responses_request(params: ResponseCreateParams, config: ChatAdapterConfig) -> dict[str, Any]:
