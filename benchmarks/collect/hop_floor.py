@@ -46,12 +46,17 @@ async def hammer(url: str, method: str, body: bytes | None, requests: int, concu
     await pool.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def load_options(description: str) -> argparse.Namespace:
+    """``--requests``, ``--concurrency`` and ``--rounds`` (also those of ``local_hop.py``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = load_options(__doc__.splitlines()[0])
     work = Path(tempfile.mkdtemp(prefix="rg-floor-"))
     stack = start_stack(work)
     stub, servers, stub_port, records = stack.stub, stack.servers, stack.stub_port, stack.records

@@ -14,7 +14,6 @@ runs and compare medians.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import socket
 import statistics
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 import uvloop
+from hop_floor import load_options
 
 from rewardgym.environments.mcqa.app import MCQAServer
 from rewardgym.http import local
@@ -64,11 +64,7 @@ async def measure(route: str, requests: int, concurrency: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=20000)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = load_options(__doc__.splitlines()[0])
     for route in ("get", "seed"):
         runs = [uvloop.run(measure(route, args.requests, args.concurrency)) for _ in range(args.rounds)]
         shown = " · ".join(f"{run * 1e6:.1f}" for run in runs)
