@@ -12,6 +12,8 @@ model server; the stub is reported separately and not counted as ours), and the 
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --concurrency 256 --colocate --serve
     .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --colocate --serve \
         --baseline /tmp/base --rounds 7     # A/B against a checkout of another commit, runs alternated
+    .venv/bin/python benchmarks/collect/throughput.py --rollouts 20000 --colocate --serve \
+        --baseline /tmp/base --rounds 5 --together   # each pair at the same time: the same VM phase
 
 ``--colocate`` starts the stack with ``++colocate=true`` (agent, environment and model server in one process,
 calling each other without a socket; :mod:`rewardgym.launch.colocate`). ``--serve`` runs one serving
@@ -168,10 +170,15 @@ def main() -> None:
         help="A/B: alternate runs of this checkout and of DIR (a checkout) and print both medians",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3, help="with --baseline: runs of each (default 3)")
+    parser.add_argument(
+        "--together", action="store_true",
+        help="with --baseline: start each pair's two runs at the same time (each with its own stub), so both "
+        "see the same VM phase; also prints ours(this) / ours(baseline) per pair",
+    )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the work folder (inputs, outputs, logs)")
     args = parser.parse_args()
     if args.baseline is not None:
-        compare(args.baseline, args.rounds)
+        compare(args.baseline, args.rounds, together=args.together)
         return
     if args.src is not None:
         SOURCES["src"] = args.src.resolve() / "src"
@@ -300,34 +307,56 @@ def main() -> None:
     print(f"load average: {os.getloadavg()}")
 
 
-def compare(baseline: Path, rounds: int) -> None:
-    """Alternate one run of the baseline checkout and one of this one, ``rounds`` times, with the other
-    arguments as given; print each run's ratio (ours ÷ the stub's CPU per request) and both medians."""
-    import re
+def compare(baseline: Path, rounds: int, *, together: bool = False) -> None:
+    """Alternate one run of the baseline checkout and one of this one (``together``: start both at once),
+    ``rounds`` times, with the other arguments as given; print each run's ratio (ours ÷ the stub's CPU per
+    request) and both medians."""
     import statistics
 
     passed = [a for i, a in enumerate(sys.argv[1:]) if not _is_ab_argument(sys.argv[1:], i)]
     ratios: dict[str, list[float]] = {"baseline": [], "this": []}
+    ours_ratios: list[float] = []
+    sides = (("baseline", baseline.resolve()), ("this", ROOT))
     for _ in range(rounds):
-        for name, src in (("baseline", baseline.resolve()), ("this", ROOT)):
-            out = subprocess.run(
-                [sys.executable, __file__, *passed, "--src", str(src)],
-                capture_output=True, text=True, check=True,
-            ).stdout  # fmt: skip
-            found = re.search(r"ours total: ([\d.]+) ms CPU/rollout \(stub upstream: ([\d.]+)\)", out)
-            if found is None:
-                raise SystemExit(f"no result in the {name} run:\n{out}")
-            ours, stub = float(found.group(1)), float(found.group(2))
+        runs = {name: [sys.executable, __file__, *passed, "--src", str(src)] for name, src in sides}
+        if together:
+            started = {
+                name: subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for name, cmd in runs.items()
+            }
+            outputs = {name: proc.communicate()[0] for name, proc in started.items()}
+            if any(proc.returncode for proc in started.values()):
+                raise SystemExit(f"a run failed:\n{outputs}")
+        else:
+            outputs = {}
+            for name, cmd in runs.items():
+                outputs[name] = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        found = {name: _result(name, out) for name, out in outputs.items()}
+        for name, (ours, stub) in found.items():
             ratios[name].append(ours / stub)
             print(f"{name:8s} ours {ours:.3f} ms, stub {stub:.3f} ms: {ours / stub:.2f} x", flush=True)
+        ours_ratios.append(found["this"][0] / found["baseline"][0])
+        if together:
+            print(f"         ours(this) / ours(baseline): {ours_ratios[-1]:.3f}", flush=True)
     for name, values in ratios.items():
         print(f"{name}: median {statistics.median(values):.2f} x over {len(values)} runs")
+    if together:
+        print(f"ours(this) / ours(baseline): median {statistics.median(ours_ratios):.3f} over {rounds} pairs")
+
+
+def _result(name: str, out: str) -> tuple[float, float]:
+    """Ours and the stub's CPU ms per rollout from one run's output."""
+    import re
+
+    found = re.search(r"ours total: ([\d.]+) ms CPU/rollout \(stub upstream: ([\d.]+)\)", out)
+    if found is None:
+        raise SystemExit(f"no result in the {name} run:\n{out}")
+    return float(found.group(1)), float(found.group(2))
 
 
 def _is_ab_argument(argv: list[str], index: int) -> bool:
     """Whether ``argv[index]`` is --baseline / --rounds or the value of one (kept from the single runs)."""
     word = argv[index]
-    if word.startswith(("--baseline", "--rounds")):
+    if word.startswith(("--baseline", "--rounds", "--together")):
         return True
     return index > 0 and argv[index - 1] in ("--baseline", "--rounds")
 
