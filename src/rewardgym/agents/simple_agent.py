@@ -46,7 +46,6 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from pydantic import Field, field_validator
 from starlette.responses import Response as HttpResponse
 
@@ -72,7 +71,7 @@ from rewardgym.servers.config import ServerConfig, ServerRef
 from rewardgym.servers.errors import ApiError
 from rewardgym.servers.sse import response_events
 from rewardgym.servers.wire import (
-    load_json_object,
+    load_row,
     model_response,
     parse_body,
     parse_value,
@@ -300,10 +299,7 @@ class SimpleAgent(BaseServer[SimpleAgentConfig]):
 
     async def _run_route(self, request: Request) -> HttpResponse:
         raw = await request.body()
-        row = load_json_object(raw)
-        if keys.RESPONSES_CREATE_PARAMS not in row:
-            loc = ["body", keys.RESPONSES_CREATE_PARAMS]
-            raise RequestValidationError([{"type": "missing", "loc": loc, "msg": "Field required"}])
+        row = load_row(raw)
         parse_value(
             ResponseCreateParams, row[keys.RESPONSES_CREATE_PARAMS], ("body", keys.RESPONSES_CREATE_PARAMS)
         )

@@ -67,7 +67,7 @@ from rewardgym.servers.config import ServerConfig
 from rewardgym.servers.errors import JudgeError
 from rewardgym.servers.sessions import Session, SessionStore
 from rewardgym.servers.tools import ToolSpec, collect_tools
-from rewardgym.servers.wire import json_response, load_json_object, model_response, parse_body
+from rewardgym.servers.wire import json_response, load_row, model_response, parse_body
 
 _SESSION_ID: ContextVar[str | None] = ContextVar("rewardgym_session_id", default=None)
 
@@ -109,20 +109,12 @@ def to_response(value: Any) -> Response:
 
 
 def _check_row_shape(raw: bytes) -> None:
-    """422 unless ``raw`` is a JSON object whose ``responses_create_params`` is an object (the errors
-    pydantic gives for the same row; the agent, the model server and ``/verify`` validate its content)."""
-    row = load_json_object(raw)
-    params = row.get(keys.RESPONSES_CREATE_PARAMS, _MISSING)
-    if isinstance(params, dict):
-        return
-    loc = ["body", keys.RESPONSES_CREATE_PARAMS]
-    if params is _MISSING:
-        raise RequestValidationError([{"type": "missing", "loc": loc, "msg": "Field required"}])
-    message = "Input should be a valid dictionary or instance of ResponseCreateParams"
-    raise RequestValidationError([{"type": "model_type", "loc": loc, "msg": message}])
-
-
-_MISSING = object()
+    """422 unless ``raw`` is a row whose ``responses_create_params`` is an object (the errors pydantic gives
+    for the same row; the agent, the model server and ``/verify`` validate its content)."""
+    if not isinstance(load_row(raw)[keys.RESPONSES_CREATE_PARAMS], dict):
+        loc = ["body", keys.RESPONSES_CREATE_PARAMS]
+        message = "Input should be a valid dictionary or instance of ResponseCreateParams"
+        raise RequestValidationError([{"type": "model_type", "loc": loc, "msg": message}])
 
 
 _INFERRED = (

@@ -18,6 +18,8 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
+from rewardgym.protocol.keys import RESPONSES_CREATE_PARAMS
+
 if TYPE_CHECKING:
     from fastapi.exceptions import RequestValidationError
 
@@ -110,6 +112,16 @@ def load_json_object(body: bytes) -> dict[str, Any]:
             [{"type": "dict_type", "loc": ["body"], "msg": "Input should be a JSON object"}]
         )
     return value
+
+
+def load_row(body: bytes) -> dict[str, Any]:
+    """A request body that must be a row: a JSON object with a ``responses_create_params`` key; 422
+    otherwise (pydantic's ``missing`` error, as a model declaring the field would give)."""
+    row = load_json_object(body)
+    if RESPONSES_CREATE_PARAMS not in row:
+        loc = ["body", RESPONSES_CREATE_PARAMS]
+        raise request_validation_error([{"type": "missing", "loc": loc, "msg": "Field required"}])
+    return row
 
 
 def describe_validation(errors: list[dict[str, Any]], limit: int = 5) -> str:
